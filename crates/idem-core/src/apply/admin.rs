@@ -1,0 +1,132 @@
+//! Admin commands: reconcile a record by hand, purge a subject's derived data.
+//!
+//! Both go through the same state machine as workers and write their audit entry in the
+//! same write set as their change: no audit, no change.
+
+use crate::apply::{check_size, Ctx};
+use crate::audit::{AuditAction, AuditEntry};
+use crate::command::{PurgeSubject, Reconcile, ReconcileTarget};
+use crate::error::StoreError;
+use crate::outcome::{Outcome, Rejection};
+use crate::record::{Record, RecordKey, Stage, State};
+use crate::store::StateStore;
+
+pub(crate) fn reconcile<S: StateStore + ?Sized>(
+    state: &S,
+    ctx: &mut Ctx,
+    reconcile: &Reconcile,
+) -> Result<Outcome, StoreError> {
+    let record = match state.operation(&reconcile.operation_id)? {
+        Some(key) => state.record(&key)?,
+        None => None,
+    };
+    let Some(record) = record else {
+        return Ok(Outcome::Rejected(Rejection::NotFound));
+    };
+    Ok(match decide(ctx, reconcile, record) {
+        Ok(outcome) => outcome,
+        Err(rejection) => Outcome::Rejected(rejection),
+    })
+}
+
+fn decide(ctx: &mut Ctx, reconcile: &Reconcile, old: Record) -> Result<Outcome, Rejection> {
+    if old.version != reconcile.expected_version {
+        return Err(Rejection::VersionMismatch {
+            current: old.version,
+        });
+    }
+    if old.state.is_terminal() {
+        return Err(Rejection::AlreadyTerminal { state: old.state });
+    }
+    let now = ctx.now;
+    let mut record = old.clone();
+    // Revoke whoever holds the key: a late worker now gets STALE_FENCE.
+    record.fence += 1;
+    record.lease = None;
+    match &reconcile.target {
+        ReconcileTarget::Completed(result) => {
+            check_size(result, record.policy.max_result_bytes)?;
+            record.stage = Stage::LocalDone;
+            record.result = Some(result.clone());
+            record.finish(State::Completed, now);
+        }
+        ReconcileTarget::RetryableFailure(error) => {
+            check_size(error, record.policy.max_result_bytes)?;
+            record.error = Some(error.clone());
+            record.state = State::RetryableFailure;
+            record.touch(now);
+        }
+        ReconcileTarget::TerminalFailure(error) => {
+            check_size(error, record.policy.max_result_bytes)?;
+            record.error = Some(error.clone());
+            record.finish(State::TerminalFailure, now);
+        }
+    }
+    let action = AuditAction::Reconcile {
+        operation_id: record.operation_id,
+        from: old.state,
+        to: record.state,
+        version: record.version,
+    };
+    audit(ctx, &reconcile.admin, &reconcile.reason, action);
+    ctx.writes.put_record(Some(&old), record.clone());
+    Ok(Outcome::Record(record))
+}
+
+pub(crate) fn purge_subject<S: StateStore + ?Sized>(
+    state: &S,
+    ctx: &mut Ctx,
+    purge: &PurgeSubject,
+) -> Result<Outcome, StoreError> {
+    let prefix = RecordKey::subject_prefix(&purge.tenant, &purge.actor);
+    let after = purge.after.as_ref().map(RecordKey::encode);
+    let limit = usize::try_from(purge.limit).unwrap_or(usize::MAX);
+    let batch = state.scan(&prefix, after.as_deref(), limit)?;
+    let next = (batch.len() == limit)
+        .then(|| batch.last().map(|r| r.key.clone()))
+        .flatten();
+    let mut scrubbed = 0;
+    for old in batch {
+        if let Some(record) = scrub(&old, ctx) {
+            ctx.writes.put_record(Some(&old), record);
+            scrubbed += 1;
+        }
+    }
+    let action = AuditAction::PurgeSubject {
+        tenant: purge.tenant.clone(),
+        actor: purge.actor.clone(),
+        scrubbed,
+    };
+    audit(ctx, &purge.admin, &purge.reason, action);
+    Ok(Outcome::Purged { scrubbed, next })
+}
+
+/// The scrubbed copy of `old`, or `None` if it holds nothing to scrub. The tombstone
+/// (scope, key, fingerprint, state, operation id) stays so the key still cannot run twice.
+fn scrub(old: &Record, ctx: &Ctx) -> Option<Record> {
+    let has_fields = old.result.as_ref().is_some_and(|r| !r.purged);
+    let has_message = old.error.as_ref().is_some_and(|e| !e.message.is_empty());
+    if !has_fields && !has_message {
+        return None;
+    }
+    let mut record = old.clone();
+    if let Some(result) = record.result.as_mut() {
+        result.scrub();
+    }
+    if let Some(error) = record.error.as_mut() {
+        error.scrub();
+    }
+    record.touch(ctx.now);
+    Some(record)
+}
+
+fn audit(ctx: &mut Ctx, admin: &str, reason: &str, action: AuditAction) {
+    let entry = AuditEntry {
+        seq: ctx.meta.take_audit_seq(),
+        at: ctx.now,
+        admin: admin.to_owned(),
+        reason: reason.to_owned(),
+        action,
+    };
+    ctx.writes.audit.push(entry);
+}

@@ -1,0 +1,111 @@
+//! Per-endpoint policies: how long a lease lasts, how long a finished key is remembered,
+//! how dangerous a repeated side effect is, and how much result may be stored.
+//!
+//! The proposer resolves the effective policy (request overrides, endpoint policy, cluster
+//! default) and puts it in the claim, so apply never consults configuration. The policy is
+//! fixed on the record at first claim: a retry cannot lower a key's risk.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Field, ValidationError};
+
+/// Shortest lease accepted.
+pub const MIN_LEASE: Duration = Duration::from_millis(100);
+/// Longest lease accepted (longer work renews).
+pub const MAX_LEASE: Duration = Duration::from_secs(3600);
+/// Shortest retention accepted.
+pub const MIN_RETENTION: Duration = Duration::from_secs(1);
+/// Longest retention accepted (400 days).
+pub const MAX_RETENTION: Duration = Duration::from_secs(400 * 24 * 3600);
+/// Smallest result limit accepted.
+pub const MIN_RESULT_BYTES: u32 = 64;
+/// Largest result limit accepted (1 MiB).
+pub const MAX_RESULT_BYTES: u32 = 1 << 20;
+
+/// How dangerous a second execution of the side effect would be.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+pub enum Risk {
+    /// Repeating is harmless (e.g. an export).
+    Low,
+    /// The default.
+    #[default]
+    Normal,
+    /// Repeating loses money or trust (payments): an unknown outcome is never taken over
+    /// automatically, and writes are refused during a region failover.
+    High,
+}
+
+/// The policy stored with a record.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Policy {
+    /// How long a claim owns the key without renewing (default 30 s).
+    pub lease: Duration,
+    /// How long a terminal record is kept, counted from reaching its terminal state
+    /// (default 24 h).
+    pub retention: Duration,
+    /// Risk class (default NORMAL).
+    pub risk: Risk,
+    /// Largest stored result or error summary, in encoded bytes (default 16 KiB).
+    pub max_result_bytes: u32,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            lease: Duration::from_secs(30),
+            retention: Duration::from_secs(24 * 3600),
+            risk: Risk::Normal,
+            max_result_bytes: 16 * 1024,
+        }
+    }
+}
+
+impl Policy {
+    /// Checks every field against its documented range.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        validate_lease(self.lease)?;
+        check_duration(
+            Field::Retention,
+            self.retention,
+            MIN_RETENTION,
+            MAX_RETENTION,
+        )?;
+        let bytes = u64::from(self.max_result_bytes);
+        if !(u64::from(MIN_RESULT_BYTES)..=u64::from(MAX_RESULT_BYTES)).contains(&bytes) {
+            return Err(ValidationError::Range {
+                field: Field::MaxResultBytes,
+                value: bytes,
+                min: MIN_RESULT_BYTES.into(),
+                max: MAX_RESULT_BYTES.into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Checks a lease duration.
+pub fn validate_lease(lease: Duration) -> Result<(), ValidationError> {
+    check_duration(Field::Lease, lease, MIN_LEASE, MAX_LEASE)
+}
+
+fn check_duration(
+    field: Field,
+    value: Duration,
+    min: Duration,
+    max: Duration,
+) -> Result<(), ValidationError> {
+    if value < min || value > max {
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        return Err(ValidationError::Range {
+            field,
+            value: millis(value),
+            min: millis(min),
+            max: millis(max),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the system packages idem needs to build and test, when they are missing.
+#
+#   librocksdb-dev   RocksDB, linked instead of compiling its C++ (see .cargo/config.toml)
+#   libclang-dev     bindgen, for the RocksDB binding
+#   iproute2 iptables libfaketime   the jepsen harness (namespaces, partitions, clock skew)
+#   fonts-dejavu-core               labels in the jepsen plots
+#
+# Idempotent and quiet when everything is present. Needs root (or sudo) to install.
+set -euo pipefail
+
+packages=(librocksdb-dev libclang-dev iproute2 iptables libfaketime fonts-dejavu-core)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "bootstrap: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then
+    sudo="sudo"
+  else
+    echo "bootstrap: missing packages (${missing[*]}); run this script as root" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
