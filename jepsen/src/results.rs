@@ -100,9 +100,9 @@ impl Results {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
 
-    /// The results as pretty-printed JSON text.
+    /// The results as pretty-printed JSON text (fields in declaration order: `valid` first).
     pub fn to_json_pretty(&self) -> String {
-        serde_json::to_string_pretty(&self.to_json()).unwrap_or_default()
+        serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
     /// The results as EDN (`results.edn`): keys are keywords, `"unknown"` verdicts `:unknown`.

@@ -80,9 +80,9 @@ fn check_key(key: &str, ops: &[&Operation], result: &mut CheckerResult) {
         result.anomaly(json!({
             "type": kind,
             "key": key,
-            "acknowledged": value.to_string(),
+            "acknowledged": value.to_ident(),
             "observed": match &seen {
-                Observation::Completed(v) => v.to_string(),
+                Observation::Completed(v) => v.to_ident(),
                 Observation::NotCompleted(what) => what.clone(),
             },
             "acknowledgement": ack.describe(),

@@ -74,7 +74,7 @@ fn check_key(key: &str, claims: &[&Operation], result: &mut CheckerResult) {
         result.anomaly(json!({
             "type": kind,
             "key": key,
-            "stored-body": body.to_string(),
+            "stored-body": body.to_ident(),
             "outcome": outcome,
             "origin": origin.describe(),
             "op": op.describe(),

@@ -91,7 +91,7 @@ pub fn check_all_with(history: &History, ledger: Option<&Ledger>, options: &Opti
 }
 
 /// The client operations grouped by `:key` (operations without a key are left out).
-pub(crate) fn by_key<'a>(operations: &'a [Operation]) -> BTreeMap<&'a str, Vec<&'a Operation>> {
+pub(crate) fn by_key(operations: &[Operation]) -> BTreeMap<&str, Vec<&Operation>> {
     let mut map: BTreeMap<&str, Vec<&Operation>> = BTreeMap::new();
     for op in operations {
         if let Some(key) = op.key.as_deref() {

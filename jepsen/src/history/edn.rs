@@ -8,7 +8,7 @@
 //! tags such as `#jepsen.history.Op{...}`, kept as [`Value::Tagged`]), `#_` discards, `;` comments
 //! and commas as whitespace. Nesting is bounded so hostile input cannot overflow the stack.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 use super::error::EdnError;
 use super::value::Value;

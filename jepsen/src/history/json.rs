@@ -91,12 +91,12 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>, HistoryError> {
 /// rather than EDN (whose map keys are keywords).
 pub fn looks_like_json(text: &str) -> bool {
     let mut chars = text.chars().filter(|c| !c.is_whitespace());
-    match (chars.next(), chars.next(), chars.next()) {
-        (Some('{'), Some('"' | '}'), _) => true,
-        (Some('['), Some('{'), Some('"' | '}')) => true,
-        (Some('['), Some(']'), _) => true,
-        _ => false,
-    }
+    matches!(
+        (chars.next(), chars.next(), chars.next()),
+        (Some('{'), Some('"' | '}'), _)
+            | (Some('['), Some('{'), Some('"' | '}'))
+            | (Some('['), Some(']'), _)
+    )
 }
 
 #[cfg(test)]

@@ -130,7 +130,8 @@ impl History {
 /// single vector (or JSON array) of maps is read as its elements.
 pub fn read_documents(text: &str) -> Result<Vec<Value>, HistoryError> {
     let mut forms = if json::looks_like_json(text) {
-        json::parse_documents(text)?
+        // EDN maps may have string keys too: fall back to EDN before reporting the JSON error.
+        json::parse_documents(text).or_else(|e| edn::parse_all(text).map_err(|_| e))?
     } else {
         edn::parse_all(text)?
     };
@@ -189,6 +190,12 @@ mod tests {
         let from_json = History::parse(&h.to_json_lines()).unwrap();
         assert_eq!(from_edn, h);
         assert_eq!(from_json.operations().operations, h.operations().operations);
+    }
+
+    #[test]
+    fn edn_with_string_keys_is_not_mistaken_for_json() {
+        let h = History::parse(r#"{"type" :invoke, "process" 1, "f" :read}"#).unwrap();
+        assert_eq!(h.ops()[0].f, F::Read);
     }
 
     #[test]

@@ -235,10 +235,7 @@ impl Op {
                 .map_or(Process::Named("unknown".into()), Process::from_value),
             f: F::parse(v.get("f").and_then(Value::as_name).unwrap_or("")),
             value: v.get("value").cloned().unwrap_or(Value::Nil),
-            time: v
-                .get("time")
-                .and_then(Value::as_i64)
-                .unwrap_or(default_time),
+            time: v.get("time").and_then(time_ns).unwrap_or(default_time),
             error: v.get_some("error").cloned(),
         })
     }
@@ -280,6 +277,14 @@ impl fmt::Display for Op {
     }
 }
 
+/// A `:time` value in nanoseconds: an integer, or a float (truncated) from tools that write one.
+fn time_ns(v: &Value) -> Option<i64> {
+    match v.untagged() {
+        Value::Float(f) if f.is_finite() => Some(*f as i64),
+        other => other.as_i64(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,6 +305,8 @@ mod tests {
     #[test]
     fn missing_index_and_time_get_defaults_and_unknown_keys_are_ignored() {
         let v = parse_one("{:type :ok :process :nemesis :f :kill :node \"n1\"}").unwrap();
+        let float_time = parse_one("{:type :ok :time 12.7}").unwrap();
+        assert_eq!(Op::from_value(&float_time, 0, 0).unwrap().time, 12);
         let op = Op::from_value(&v, 7, 99).unwrap();
         assert_eq!((op.index, op.time, op.process), (7, 99, Process::Nemesis));
         assert_eq!(op.value, Value::Nil);

@@ -225,8 +225,8 @@ impl Operation {
             ("key", self.key.clone().map(Into::into)),
             ("fence", self.fence.map(Into::into)),
             ("outcome", self.outcome.as_ref().map(|o| o.name().into())),
-            ("body", self.body.as_ref().map(|b| b.to_string().into())),
-            ("result", self.result.as_ref().map(|r| r.to_string().into())),
+            ("body", self.body.as_ref().map(|b| b.to_ident().into())),
+            ("result", self.result.as_ref().map(|r| r.to_ident().into())),
             ("state", self.state.clone().map(Into::into)),
             ("error", self.error.as_ref().map(|e| e.to_ident().into())),
         ];

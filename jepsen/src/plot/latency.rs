@@ -10,7 +10,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::font::FAMILY;
-use super::style::{secs, shade_faults, type_color, Marker};
+use super::style::{secs, shade_faults, type_color, with_marker, Marker};
 use super::{end_time, PlotError, HEIGHT, WIDTH};
 use crate::history::{History, OpType};
 
@@ -71,16 +71,17 @@ pub(super) fn draw(history: &History, path: &Path, text: bool) -> Result<(), Plo
     mesh.draw().map_err(PlotError::draw)?;
     shade_faults(&mut chart, &history.fault_windows(), x_end, (y0, y1), text)?;
     for ((f, kind), pts) in &points {
-        let style = type_color(*kind).filled();
-        let marker = Marker::of(f);
-        let series = chart
-            .draw_series(pts.iter().map(|&p| marker.element(p, style)))
-            .map_err(PlotError::draw)?;
-        if text {
-            series
-                .label(format!("{f} {}", kind.name()))
-                .legend(move |c| marker.element(c, style));
-        }
+        let label = format!("{f} {}", kind.name());
+        with_marker!(Marker::of(f), type_color(*kind).filled(), |shape| {
+            let series = chart
+                .draw_series(pts.iter().map(|&p| EmptyElement::at(p) + shape()))
+                .map_err(PlotError::draw)?;
+            if text {
+                series
+                    .label(label)
+                    .legend(move |c| EmptyElement::at(c) + shape());
+            }
+        });
     }
     if text {
         chart

@@ -36,13 +36,37 @@ fn buckets(history: &History, dt: f64, n: usize) -> BTreeMap<String, Vec<u64>> {
     out
 }
 
+/// Points (bucket middle in s, completions per second) of each `:f`. The last bucket may be cut
+/// short by the end of the test, so each is divided by the time it covers; a sliver under a
+/// quarter bucket is left out rather than drawn as a spurious spike or drop.
+fn rates(
+    counts: &BTreeMap<String, Vec<u64>>,
+    dt: f64,
+    x_end: f64,
+) -> BTreeMap<String, Vec<(f64, f64)>> {
+    let rate = |b: usize, c: u64| {
+        let width = (x_end - b as f64 * dt).min(dt);
+        (width >= dt / 4.0).then(|| ((b as f64 + 0.5) * dt, c as f64 / width))
+    };
+    counts
+        .iter()
+        .map(|(f, per_bucket)| {
+            let points = per_bucket
+                .iter()
+                .enumerate()
+                .filter_map(|(b, &c)| rate(b, c));
+            (f.clone(), points.collect())
+        })
+        .collect()
+}
+
 /// Draws the rate plot of `history` to `path`; `text` adds titles, labels and a legend.
 pub(super) fn draw(history: &History, path: &Path, text: bool) -> Result<(), PlotError> {
     let x_end = secs(end_time(history)).max(1e-3);
     let dt = bucket_width(x_end);
     let n = (x_end / dt).ceil().max(1.0) as usize;
-    let counts = buckets(history, dt, n);
-    let peak = counts.values().flatten().copied().max().unwrap_or(0) as f64 / dt;
+    let rates = rates(&buckets(history, dt, n), dt, x_end);
+    let peak = rates.values().flatten().map(|p| p.1).fold(0.0, f64::max);
     let y1 = (peak * 1.1).max(1.0);
     let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(PlotError::draw)?;
@@ -66,12 +90,9 @@ pub(super) fn draw(history: &History, path: &Path, text: bool) -> Result<(), Plo
     }
     mesh.draw().map_err(PlotError::draw)?;
     shade_faults(&mut chart, &history.fault_windows(), x_end, (0.0, y1), text)?;
-    for (i, (f, per_bucket)) in counts.iter().enumerate() {
+    for (i, (f, per_bucket)) in rates.iter().enumerate() {
         let color = f_color(f, i);
-        let line = per_bucket
-            .iter()
-            .enumerate()
-            .map(|(b, &c)| ((b as f64 + 0.5) * dt, c as f64 / dt));
+        let line = per_bucket.iter().copied();
         let series = chart
             .draw_series(LineSeries::new(line, color.stroke_width(2)))
             .map_err(PlotError::draw)?;

@@ -68,22 +68,36 @@ impl Marker {
             _ => Marker::Square,
         }
     }
-
-    /// The marker drawn at `at` (data or pixel coordinates).
-    pub fn element<'a, DB: DrawingBackend + 'a, C: Clone + 'a>(
-        self,
-        at: C,
-        style: ShapeStyle,
-    ) -> DynElement<'a, DB, C> {
-        let base = EmptyElement::at(at);
-        match self {
-            Marker::Circle => (base + Circle::new((0, 0), 3, style)).into_dyn(),
-            Marker::Triangle => (base + TriangleMarker::new((0, 0), 4, style)).into_dyn(),
-            Marker::Cross => (base + Cross::new((0, 0), 3, style)).into_dyn(),
-            Marker::Square => (base + Rectangle::new([(-3, -3), (3, 3)], style)).into_dyn(),
-        }
-    }
 }
+
+/// Runs `$body` with `$shape` bound to a closure building the marker of `$marker` (centred on
+/// (0, 0) in pixels, to be added to an `EmptyElement::at(point)`). A macro rather than a function
+/// because each shape is a different type and plotters' legends cannot take boxed elements
+/// without a `'static` backend.
+macro_rules! with_marker {
+    ($marker:expr, $style:expr, |$shape:ident| $body:expr) => {{
+        let style: ShapeStyle = $style;
+        match $marker {
+            Marker::Circle => {
+                let $shape = move || Circle::new((0, 0), 3, style);
+                $body
+            }
+            Marker::Triangle => {
+                let $shape = move || TriangleMarker::new((0, 0), 4, style);
+                $body
+            }
+            Marker::Cross => {
+                let $shape = move || Cross::new((0, 0), 3, style);
+                $body
+            }
+            Marker::Square => {
+                let $shape = move || Rectangle::new([(-3, -3), (3, 3)], style);
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use with_marker;
 
 /// A chart whose x axis is seconds and whose y axis is any `f64` scale.
 pub type Chart<'a, DB, Y> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>;

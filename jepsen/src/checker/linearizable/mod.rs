@@ -15,7 +15,6 @@
 mod model;
 mod search;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -108,7 +107,7 @@ impl<'a> KeyModel<'a> {
 
     fn render(&self, state: State) -> String {
         state.map_or("nil (not completed)".to_string(), |i| {
-            self.values[i as usize].to_string()
+            self.values[i as usize].to_ident()
         })
     }
 }

@@ -3,7 +3,8 @@
 //! The history of one key becomes a list of call and return events in real-time order. The
 //! search walks the list: at a call it tries to linearize that operation now (the model must
 //! allow it, and the pair (set of linearized operations, state) must be new: Lowe's cache, which
-//! turns the exponential search into one bounded by the distinct configurations); at the return
+//! turns the exponential search into one bounded by the distinct configurations, keyed by a
+//! Zobrist hash of the set so memory stays flat however many operations a key has); at the return
 //! of an operation not yet linearized it backtracks, because that operation had to take effect
 //! before returning. Linearized operations are lifted out of the list (dancing links) so each
 //! step is O(1) apart from the cache.
@@ -154,28 +155,47 @@ impl Events {
     }
 }
 
-/// A set of operation indices.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct BitSet(Vec<u64>);
+/// A set of operation indices, represented by its Zobrist hash: each operation has a random
+/// 128-bit key and the set's hash is the XOR of its members' keys, updated in O(1) as operations
+/// are linearized and undone. The cache stores hashes instead of bit sets, so its memory does not
+/// grow with the number of operations of a key; two different sets collide with probability
+/// about 2^-128 per pair, which could at worst prune one branch of the search.
+#[derive(Debug, Clone)]
+struct ZobristSet {
+    keys: Vec<u128>,
+    hash: u128,
+}
 
-impl BitSet {
-    fn new(n: usize) -> BitSet {
-        BitSet(vec![0; n.div_ceil(64)])
+impl ZobristSet {
+    fn new(n: usize) -> ZobristSet {
+        let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+        let keys = (0..n)
+            .map(|_| (u128::from(splitmix64(&mut seed)) << 64) | u128::from(splitmix64(&mut seed)))
+            .collect();
+        ZobristSet { keys, hash: 0 }
     }
-    fn set(&mut self, i: usize) {
-        self.0[i / 64] |= 1 << (i % 64);
+
+    /// Adds or removes member `i` (XOR is its own inverse).
+    fn toggle(&mut self, i: usize) {
+        self.hash ^= self.keys[i];
     }
-    fn clear(&mut self, i: usize) {
-        self.0[i / 64] &= !(1 << (i % 64));
-    }
+}
+
+/// SplitMix64: a small, well-distributed deterministic generator (keys need no secrecy).
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// The search state.
 struct Search<'a> {
     ops: &'a [SearchOp],
     events: Events,
-    linearized: BitSet,
-    cache: HashSet<(BitSet, State)>,
+    linearized: ZobristSet,
+    cache: HashSet<(u128, State)>,
     /// Linearized calls, with the state before each.
     stack: Vec<(usize, State)>,
     state: State,
@@ -191,9 +211,9 @@ impl Search<'_> {
         let Some(next_state) = step(self.state, self.ops[op].action) else {
             return false;
         };
-        self.linearized.set(op);
-        if !self.cache.insert((self.linearized.clone(), next_state)) {
-            self.linearized.clear(op);
+        self.linearized.toggle(op);
+        if !self.cache.insert((self.linearized.hash, next_state)) {
+            self.linearized.toggle(op);
             return false;
         }
         self.stack.push((node, self.state));
@@ -211,14 +231,15 @@ impl Search<'_> {
         }
         let (node, state) = self.stack.pop()?;
         self.state = state;
-        self.linearized.clear(self.events.nodes[node].op);
+        self.linearized.toggle(self.events.nodes[node].op);
         self.events.unlift(node);
         Some(self.events.next[node])
     }
 
     fn out_of_budget(&self, limits: &Limits) -> bool {
         self.steps >= limits.max_steps
-            || (self.steps % 1024 == 0 && limits.deadline.is_some_and(|d| Instant::now() >= d))
+            || (self.steps.is_multiple_of(1024)
+                && limits.deadline.is_some_and(|d| Instant::now() >= d))
     }
 
     fn run(&mut self, limits: &Limits) -> Verdict {
@@ -260,7 +281,7 @@ pub fn search(ops: &[SearchOp], limits: &Limits) -> Verdict {
     let mut s = Search {
         ops,
         events: Events::build(ops),
-        linearized: BitSet::new(ops.len()),
+        linearized: ZobristSet::new(ops.len()),
         cache: HashSet::new(),
         stack: Vec::new(),
         state: None,
@@ -367,6 +388,16 @@ mod tests {
             deadline: None,
         };
         assert!(matches!(search(&ops, &tight), Verdict::Unknown { .. }));
+    }
+
+    #[test]
+    fn long_keys_stay_linear() {
+        let mut ops = vec![ok(Action::Write(1), 0, 1)];
+        ops.extend((1..50_000).map(|i| ok(Action::Observe(Some(1)), 2 * i, 2 * i + 1)));
+        match search(&ops, &LIMITS) {
+            Verdict::Linearizable { steps } => assert!(steps <= 2 * ops.len() as u64, "{steps}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
