@@ -1,0 +1,187 @@
+//! The one RocksDB instance of a node and its column families.
+//!
+//! Log, Raft metadata and state share a single database on purpose: one write-ahead log
+//! orders every write of the node, so syncing the WAL for a later write (a log append, a
+//! vote, a purge) also makes every earlier write durable, state-machine batches included.
+//! Column families separate the concerns (DESIGN.md §4) so each can be scanned, cleared or
+//! tuned on its own:
+//!
+//! | column family | key | value |
+//! |---|---|---|
+//! | `raft_log` | log index, u64 big-endian | bincode `Entry` |
+//! | `raft_meta` | `vote`, `committed`, `last_purged` | bincode `Vote` / `LogId` |
+//! | `records` | `RecordKey::encode` | bincode `Record` |
+//! | `operations` | 16-byte operation id | `RecordKey::encode` |
+//! | `expiry` | `ExpiryKey::encode` | `RecordKey::encode` |
+//! | `audit` | audit seq, u64 big-endian | bincode `AuditEntry` |
+//! | `sm_meta` | `core`, `applied`, `membership`, `snapshot` | bincode `Meta` / `LogId` / `StoredMembership` / snapshot pointer |
+
+use std::path::{Path, PathBuf};
+
+use rocksdb::{
+    ColumnFamily, ColumnFamilyDescriptor, DBRecoveryMode, IteratorMode, Options, WriteBatch,
+    WriteOptions, DB,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::codec;
+use crate::error::StoreError;
+
+/// A column family of the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cf {
+    /// Raft log entries.
+    RaftLog,
+    /// Vote, committed, last purged.
+    RaftMeta,
+    /// Idempotency records.
+    Records,
+    /// Operation-id index.
+    Operations,
+    /// Expiry index.
+    Expiry,
+    /// Audit log.
+    Audit,
+    /// State-machine metadata.
+    SmMeta,
+}
+
+impl Cf {
+    /// Every column family.
+    pub(crate) const ALL: [Cf; 7] = [
+        Cf::RaftLog,
+        Cf::RaftMeta,
+        Cf::Records,
+        Cf::Operations,
+        Cf::Expiry,
+        Cf::Audit,
+        Cf::SmMeta,
+    ];
+
+    /// The column families that hold replicated state (what a snapshot carries, besides
+    /// the core metadata in `sm_meta`).
+    pub(crate) const STATE: [Cf; 4] = [Cf::Records, Cf::Operations, Cf::Expiry, Cf::Audit];
+
+    /// The RocksDB name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Cf::RaftLog => "raft_log",
+            Cf::RaftMeta => "raft_meta",
+            Cf::Records => "records",
+            Cf::Operations => "operations",
+            Cf::Expiry => "expiry",
+            Cf::Audit => "audit",
+            Cf::SmMeta => "sm_meta",
+        }
+    }
+}
+
+/// The database handle shared (in an `Arc`) by the log store, the state machine, the
+/// snapshot store and the readers.
+pub(crate) struct Db {
+    db: DB,
+}
+
+impl Db {
+    /// Opens (creating if needed) the database at `path` with every column family.
+    pub(crate) fn open(path: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(path)?;
+        let mut options = Options::default();
+        options.create_if_missing(true);
+        options.create_missing_column_families(true);
+        options.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
+        options.set_keep_log_file_num(8);
+        let families = Cf::ALL
+            .iter()
+            .map(|cf| ColumnFamilyDescriptor::new(cf.name(), Options::default()));
+        let db = DB::open_cf_descriptors(&options, path, families)?;
+        for cf in Cf::ALL {
+            db.cf_handle(cf.name())
+                .ok_or(StoreError::MissingColumnFamily(cf.name()))?;
+        }
+        Ok(Db { db })
+    }
+
+    /// The RocksDB handle.
+    pub(crate) fn raw(&self) -> &DB {
+        &self.db
+    }
+
+    /// The handle of a column family.
+    pub(crate) fn cf(&self, cf: Cf) -> &ColumnFamily {
+        self.db
+            .cf_handle(cf.name())
+            .expect("every column family is checked at open")
+    }
+
+    /// Reads and decodes a bincode value.
+    pub(crate) fn get<T: DeserializeOwned>(
+        &self,
+        cf: Cf,
+        key: &[u8],
+    ) -> Result<Option<T>, StoreError> {
+        match self.db.get_pinned_cf(self.cf(cf), key)? {
+            Some(bytes) => Ok(Some(codec::decode(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads raw bytes.
+    pub(crate) fn get_raw(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.db.get_cf(self.cf(cf), key)?)
+    }
+
+    /// Adds a bincode value to `batch`.
+    pub(crate) fn put<T: Serialize + ?Sized>(
+        &self,
+        batch: &mut WriteBatch,
+        cf: Cf,
+        key: &[u8],
+        value: &T,
+    ) -> Result<(), StoreError> {
+        batch.put_cf(self.cf(cf), key, codec::encode(value)?);
+        Ok(())
+    }
+
+    /// Writes `batch` atomically; with `sync`, the WAL is fsynced before returning.
+    pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<(), StoreError> {
+        let mut options = WriteOptions::default();
+        options.set_sync(sync);
+        Ok(self.db.write_opt(batch, &options)?)
+    }
+
+    /// Makes every write so far durable.
+    pub(crate) fn sync_wal(&self) -> Result<(), StoreError> {
+        Ok(self.db.flush_wal(true)?)
+    }
+
+    /// Adds to `batch` one range deletion covering every key of `cf`.
+    pub(crate) fn clear(&self, batch: &mut WriteBatch, cf: Cf) -> Result<(), StoreError> {
+        let handle = self.cf(cf);
+        if let Some(last) = self.db.iterator_cf(handle, IteratorMode::End).next() {
+            let (last, _) = last?;
+            // The smallest key after `last`: the range [empty, last ++ 0x00) is everything.
+            let mut end = last.to_vec();
+            end.push(0);
+            batch.delete_range_cf(handle, Vec::new(), end);
+        }
+        Ok(())
+    }
+}
+
+/// Where the database lives under a node's data directory.
+pub(crate) fn db_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("db")
+}
+
+/// Runs blocking RocksDB or file work on tokio's blocking pool, off the async executor.
+pub(crate) async fn blocking<T, F>(work: F) -> Result<T, StoreError>
+where
+    F: FnOnce() -> Result<T, StoreError> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| StoreError::Blocking(e.to_string()))?
+}

@@ -1,0 +1,184 @@
+//! openraft's state machine: applies committed entries through the core's deterministic
+//! `apply`, and owns snapshots.
+//!
+//! A batch of entries is applied over an [`Overlay`] of the RocksDB state, so each command
+//! sees the effects of the ones before it; the overlay's merged write set, the last applied
+//! log id and the last membership then go to RocksDB as ONE `WriteBatch` (DESIGN.md §4).
+//! Responses are sent, and the applied index is published to readers, only after that
+//! write. The batch is not fsynced: the entries are already durable in the log, the log and
+//! the state share one ordered WAL, and the log is purged only up to a synced snapshot, so
+//! a crash can only lose a suffix that openraft re-applies from the log on restart (the
+//! committed log id is persisted for that).
+//!
+//! Any storage error during apply is returned to openraft, which stops the node: a replica
+//! never continues from a state that might differ from the others' (DESIGN.md §6).
+
+use std::io;
+use std::sync::Arc;
+
+use futures::{Stream, TryStreamExt};
+use idem_core::store::Overlay;
+use openraft::entry::RaftEntry;
+use openraft::storage::{ApplyResponder, EntryResponder, RaftStateMachine};
+use openraft::{EntryPayload, OptionalSend};
+use rocksdb::WriteBatch;
+use tokio::sync::watch;
+
+use crate::builder::SnapshotBuilder;
+use crate::codec::{APPLIED, MEMBERSHIP};
+use crate::db::{blocking, Cf, Db};
+use crate::error::StoreError;
+use crate::snapshot::SnapshotStore;
+use crate::state::RocksState;
+use crate::types::{
+    Entry, LogId, Response, Snapshot, SnapshotData, SnapshotMeta, StoredMembership, TypeConfig,
+};
+
+/// Most entries applied in one `WriteBatch`.
+const MAX_BATCH: usize = 1024;
+
+/// openraft's state machine over the node's RocksDB.
+pub struct StateMachine {
+    db: Arc<Db>,
+    snapshots: Arc<SnapshotStore>,
+    applied: watch::Sender<u64>,
+}
+
+impl StateMachine {
+    /// A state machine over `db`, publishing applied indexes on `applied`.
+    pub(crate) fn new(
+        db: Arc<Db>,
+        snapshots: Arc<SnapshotStore>,
+        applied: watch::Sender<u64>,
+    ) -> Self {
+        StateMachine {
+            db,
+            snapshots,
+            applied,
+        }
+    }
+
+    /// Applies one chunk, then answers its callers.
+    async fn apply_chunk(
+        &mut self,
+        entries: Vec<Entry>,
+        responders: Vec<Option<ApplyResponder<TypeConfig>>>,
+    ) -> Result<(), StoreError> {
+        let db = self.db.clone();
+        let (responses, last) = blocking(move || apply_batch(&db, entries)).await?;
+        self.applied.send_replace(last);
+        for (responder, response) in responders.into_iter().zip(responses) {
+            if let Some(responder) = responder {
+                responder.send(response);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The last applied log id stored in `sm_meta`.
+pub(crate) fn read_applied(db: &Db) -> Result<Option<LogId>, StoreError> {
+    db.get(Cf::SmMeta, APPLIED)
+}
+
+/// The last applied membership stored in `sm_meta`.
+pub(crate) fn read_membership(db: &Db) -> Result<StoredMembership, StoreError> {
+    Ok(db.get(Cf::SmMeta, MEMBERSHIP)?.unwrap_or_default())
+}
+
+/// Applies `entries` in order and writes their effects in one batch; returns one response
+/// per entry and the last applied index.
+fn apply_batch(db: &Arc<Db>, entries: Vec<Entry>) -> Result<(Vec<Response>, u64), StoreError> {
+    let state = RocksState::new(db.clone());
+    let mut overlay = Overlay::new(&state);
+    let mut responses = Vec::with_capacity(entries.len());
+    let mut last = None;
+    let mut membership = None;
+    for entry in entries {
+        let log_id = entry.log_id();
+        let outcome = match entry.payload {
+            EntryPayload::Blank => None,
+            EntryPayload::Normal(request) => Some(idem_core::apply(
+                &mut overlay,
+                &request.command,
+                request.stamp,
+            )?),
+            EntryPayload::Membership(config) => {
+                membership = Some(StoredMembership::new(Some(log_id), config));
+                None
+            }
+        };
+        responses.push(Response { outcome });
+        last = Some(log_id);
+    }
+    let Some(last) = last else {
+        return Ok((responses, 0));
+    };
+    let mut batch = WriteBatch::default();
+    state.stage(&mut batch, overlay.into_writes())?;
+    db.put(&mut batch, Cf::SmMeta, APPLIED, &last)?;
+    if let Some(membership) = membership {
+        db.put(&mut batch, Cf::SmMeta, MEMBERSHIP, &membership)?;
+    }
+    db.write(batch, false)?;
+    Ok((responses, last.index()))
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotData = SnapshotData;
+    type SnapshotBuilder = SnapshotBuilder;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
+        Ok((read_applied(&self.db)?, read_membership(&self.db)?))
+    }
+
+    async fn apply<Strm>(&mut self, mut entries: Strm) -> Result<(), io::Error>
+    where
+        Strm: Stream<Item = Result<EntryResponder<TypeConfig>, io::Error>> + Unpin + OptionalSend,
+    {
+        loop {
+            let mut chunk = Vec::new();
+            let mut responders = Vec::new();
+            while chunk.len() < MAX_BATCH {
+                let Some((entry, responder)) = entries.try_next().await? else {
+                    break;
+                };
+                chunk.push(entry);
+                responders.push(responder);
+            }
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            let full = chunk.len() == MAX_BATCH;
+            self.apply_chunk(chunk, responders).await.inspect_err(|e| {
+                tracing::error!(error = %e, "apply failed: stopping rather than diverging");
+            })?;
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        SnapshotBuilder::new(self.snapshots.clone())
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: SnapshotData,
+    ) -> Result<(), io::Error> {
+        let snapshots = self.snapshots.clone();
+        let owned = meta.clone();
+        blocking(move || snapshots.install(&owned, snapshot)).await?;
+        tracing::info!(last_log_id = ?meta.last_log_id, "installed a snapshot");
+        let index = meta.last_log_id.as_ref().map_or(0, |id| id.index());
+        self.applied.send_replace(index);
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
+        let snapshots = self.snapshots.clone();
+        Ok(blocking(move || snapshots.current()).await?)
+    }
+}
