@@ -563,6 +563,31 @@ mod tests {
     }
 
     #[test]
+    fn random_input_never_panics() {
+        // A tiny deterministic fuzzer over EDN's significant characters.
+        let alphabet: Vec<char> = "{}[]()#_:;,\\\" \n\tanilNM0123456789.-+e/^ux\u{e9}\u{1F600}"
+            .chars()
+            .collect();
+        let mut state = 1u64;
+        for _ in 0..20_000 {
+            let len = (state % 24) as usize;
+            let text: String = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    alphabet[(state % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            if let Ok(forms) = parse_all(&text) {
+                for v in forms {
+                    assert_eq!(parse_one(&v.to_string()).ok(), Some(v.clone()), "{text:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn round_trips_through_text() {
         let text =
             r#"{:a [1 -2.5 "s\"q" :k sym \c nil true], :b #{1 2}, :c (1), :d #inst "x", :e ##NaN}"#;

@@ -78,7 +78,8 @@ impl Process {
         match self {
             Process::Client(n) => Value::from(*n),
             Process::Nemesis => Value::kw("nemesis"),
-            Process::Named(s) => Value::kw(s),
+            Process::Named(s) if is_keyword_name(s) => Value::kw(s),
+            Process::Named(s) => Value::str(s.as_str()),
         }
     }
 }
@@ -277,6 +278,13 @@ impl fmt::Display for Op {
     }
 }
 
+/// True when `s` can be written as a keyword and read back unchanged.
+fn is_keyword_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || "-_.*+!?/<>=".contains(c))
+}
+
 /// A `:time` value in nanoseconds: an integer, or a float (truncated) from tools that write one.
 fn time_ns(v: &Value) -> Option<i64> {
     match v.untagged() {
@@ -310,6 +318,14 @@ mod tests {
         let op = Op::from_value(&v, 7, 99).unwrap();
         assert_eq!((op.index, op.time, op.process), (7, 99, Process::Nemesis));
         assert_eq!(op.value, Value::Nil);
+    }
+
+    #[test]
+    fn named_processes_round_trip() {
+        for name in ["worker-1", "a b"] {
+            let p = Process::Named(name.into());
+            assert_eq!(Process::from_value(&p.to_value()), p);
+        }
     }
 
     #[test]
