@@ -1,0 +1,452 @@
+//! The client: one typed method per rpc of `idem.v1.Idempotency` and `idem.v1.Admin`.
+//!
+//! Every method builds its wire request once and hands the transport a closure that sends a
+//! clone of it, so every retry is byte-for-byte the same request: same key, same holder, same
+//! fence (see [`crate::options::RetryPolicy`]). Inputs that idem-core can validate (results,
+//! error summaries, tenant and actor) are checked before sending, so a malformed call fails
+//! fast with the same reason the server would give.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem_core::scope::{validate_actor, validate_tenant};
+use idem_core::{ErrorSummary, OperationId, Record, StoredResult};
+use idem_proto::v1::admin_client::AdminClient;
+use idem_proto::v1::idempotency_client::IdempotencyClient;
+use idem_proto::{reason, v1};
+use tonic::transport::Channel;
+use tonic::{Response, Status};
+
+use crate::claim::{Claim, ClaimRequest, Target};
+use crate::convert::{self, millis};
+use crate::error::ClientError;
+use crate::options::ClientOptions;
+use crate::transport::{Kind, Transport};
+use crate::types::{FailureKind, ListQuery, Lookup, NodeStatus, Page, Reconciliation};
+
+/// Longest wait budget the server honours for `Wait`.
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// A client of an idem cluster. Cheap to clone (clones share connections and the learned
+/// leader); `Send + Sync`.
+#[derive(Clone)]
+pub struct Client {
+    transport: Arc<Transport>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("endpoints", &self.transport.endpoints())
+            .finish()
+    }
+}
+
+type Rpc<T> = Result<Response<T>, Status>;
+
+impl Client {
+    /// A client of the nodes at `endpoints` (`host:port`, `http://` added when missing).
+    ///
+    /// Nothing is connected yet: each endpoint's connection is opened on its first use, so a
+    /// client can be built while some nodes are down. Fails only on a malformed endpoint, an
+    /// `https://` endpoint (TLS is not supported yet) or an empty list.
+    pub fn connect(endpoints: Vec<String>, options: ClientOptions) -> Result<Self, ClientError> {
+        Ok(Client {
+            transport: Arc::new(Transport::new(&endpoints, options)?),
+        })
+    }
+
+    /// Every known endpoint: the configured ones, then leaders learned from hints.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.transport.endpoints()
+    }
+
+    /// The endpoint the next call starts with (the last known leader, once one answered).
+    pub fn preferred_endpoint(&self) -> String {
+        self.transport.preferred()
+    }
+
+    /// The settings this client was built with.
+    pub fn options(&self) -> &ClientOptions {
+        self.transport.options()
+    }
+
+    /// Claims the record of the request's target (see [`ClaimRequest`]). A claim whose answer
+    /// was lost is re-sent with the same holder, which gets the same ownership back.
+    pub async fn claim(&self, request: ClaimRequest) -> Result<Claim, ClientError> {
+        let target = request.target().clone();
+        let (wire, holder) = request.into_proto();
+        let response = self
+            .idem(Kind::Write, self.timeout(), |mut c| {
+                let wire = wire.clone();
+                async move { c.claim(wire).await }
+            })
+            .await?;
+        Claim::from_proto(response, holder, target)
+    }
+
+    /// Owner: PENDING → IN_PROGRESS.
+    pub async fn start(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
+        let (scope, key) = wire_target(target);
+        let wire = v1::StartRequest { scope, key, fence };
+        self.mutate(|mut c| {
+            let wire = wire.clone();
+            async move { c.start(wire).await }
+        })
+        .await
+    }
+
+    /// Owner: records `CALLING` before calling a downstream (pass the operation id as the
+    /// downstream's idempotency key). Moves a PENDING record to IN_PROGRESS.
+    pub async fn record_calling(
+        &self,
+        target: &Target,
+        fence: u64,
+        remote_ref: Option<&str>,
+    ) -> Result<Record, ClientError> {
+        let stage = v1::ExternalCallStage::Calling;
+        self.external_call(target, fence, stage, remote_ref.unwrap_or_default())
+            .await
+    }
+
+    /// Owner: records `REMOTE_CONFIRMED` with the downstream's reference.
+    pub async fn record_confirmed(
+        &self,
+        target: &Target,
+        fence: u64,
+        remote_ref: &str,
+    ) -> Result<Record, ClientError> {
+        if remote_ref.is_empty() {
+            return Err(ClientError::invalid(
+                reason::INVALID_ARGUMENT,
+                "REMOTE_CONFIRMED needs the downstream's reference",
+            ));
+        }
+        let stage = v1::ExternalCallStage::RemoteConfirmed;
+        self.external_call(target, fence, stage, remote_ref).await
+    }
+
+    async fn external_call(
+        &self,
+        target: &Target,
+        fence: u64,
+        stage: v1::ExternalCallStage,
+        remote_ref: &str,
+    ) -> Result<Record, ClientError> {
+        let (scope, key) = wire_target(target);
+        let wire = v1::RecordExternalCallRequest {
+            scope,
+            key,
+            fence,
+            stage: stage as i32,
+            remote_ref: remote_ref.to_owned(),
+        };
+        self.mutate(|mut c| {
+            let wire = wire.clone();
+            async move { c.record_external_call(wire).await }
+        })
+        .await
+    }
+
+    /// Owner: extends the lease to now + `lease` (`None`: the record's lease duration).
+    pub async fn renew(
+        &self,
+        target: &Target,
+        fence: u64,
+        lease: Option<Duration>,
+    ) -> Result<Record, ClientError> {
+        let (scope, key) = wire_target(target);
+        let lease_ms = lease.map(millis);
+        let wire = v1::RenewRequest {
+            scope,
+            key,
+            fence,
+            lease_ms,
+        };
+        self.mutate(|mut c| {
+            let wire = wire.clone();
+            async move { c.renew(wire).await }
+        })
+        .await
+    }
+
+    /// Owner: stores the result; the record becomes COMPLETED and is replayed.
+    pub async fn complete(
+        &self,
+        target: &Target,
+        fence: u64,
+        result: &StoredResult,
+    ) -> Result<Record, ClientError> {
+        result.validate()?;
+        let (scope, key) = wire_target(target);
+        let wire = v1::CompleteRequest {
+            scope,
+            key,
+            fence,
+            result: Some(convert::result_to_proto(result)),
+        };
+        self.mutate(|mut c| {
+            let wire = wire.clone();
+            async move { c.complete(wire).await }
+        })
+        .await
+    }
+
+    /// Owner: records a failure, retryable (next claim takes over) or terminal (replayed).
+    pub async fn fail(
+        &self,
+        target: &Target,
+        fence: u64,
+        kind: FailureKind,
+        error: &ErrorSummary,
+    ) -> Result<Record, ClientError> {
+        error.validate()?;
+        let (scope, key) = wire_target(target);
+        let wire = v1::FailRequest {
+            scope,
+            key,
+            fence,
+            retryable: kind == FailureKind::Retryable,
+            error: Some(convert::error_to_proto(error)),
+        };
+        self.mutate(|mut c| {
+            let wire = wire.clone();
+            async move { c.fail(wire).await }
+        })
+        .await
+    }
+
+    /// Owner: gives the record up (back to PENDING, no lease); only before any external call.
+    pub async fn release(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
+        let (scope, key) = wire_target(target);
+        let wire = v1::ReleaseRequest { scope, key, fence };
+        self.mutate(|mut c| {
+            let wire = wire.clone();
+            async move { c.release(wire).await }
+        })
+        .await
+    }
+
+    /// Owner: cancels the operation (CANCELLED, terminal); only before any external call.
+    pub async fn cancel(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
+        let (scope, key) = wire_target(target);
+        let wire = v1::CancelRequest { scope, key, fence };
+        self.mutate(|mut c| {
+            let wire = wire.clone();
+            async move { c.cancel(wire).await }
+        })
+        .await
+    }
+
+    /// Reads the record of `target` and what a matching claim would decide now.
+    pub async fn get(&self, target: &Target) -> Result<Lookup, ClientError> {
+        let (scope, key) = wire_target(target);
+        let wire = v1::GetRequest { scope, key };
+        let response = self
+            .idem(Kind::Read, self.timeout(), |mut c| {
+                let wire = wire.clone();
+                async move { c.get(wire).await }
+            })
+            .await?;
+        Lookup::from_get(response)
+    }
+
+    /// Reads a record by operation id.
+    pub async fn get_operation(&self, operation_id: OperationId) -> Result<Lookup, ClientError> {
+        let wire = v1::GetOperationRequest {
+            operation_id: operation_id.to_string(),
+        };
+        let response = self
+            .idem(Kind::Read, self.timeout(), |mut c| {
+                let wire = wire.clone();
+                async move { c.get_operation(wire).await }
+            })
+            .await?;
+        Lookup::from_get(response)
+    }
+
+    /// Waits up to `timeout` (at most [`MAX_WAIT`]) for the record of `target` to settle.
+    pub async fn wait(&self, target: &Target, timeout: Duration) -> Result<Lookup, ClientError> {
+        let (scope, key) = wire_target(target);
+        self.wait_for(scope, key, String::new(), timeout).await
+    }
+
+    /// Waits up to `timeout` (at most [`MAX_WAIT`]) for the record of an operation to settle.
+    pub async fn wait_operation(
+        &self,
+        operation_id: OperationId,
+        timeout: Duration,
+    ) -> Result<Lookup, ClientError> {
+        self.wait_for(None, String::new(), operation_id.to_string(), timeout)
+            .await
+    }
+
+    async fn wait_for(
+        &self,
+        scope: Option<v1::Scope>,
+        key: String,
+        operation_id: String,
+        timeout: Duration,
+    ) -> Result<Lookup, ClientError> {
+        let budget = timeout.clamp(Duration::from_millis(1), MAX_WAIT);
+        let wire = v1::WaitRequest {
+            scope,
+            key,
+            operation_id,
+            timeout_ms: millis(budget),
+        };
+        let response = self
+            .idem(Kind::Read, self.timeout() + budget, |mut c| {
+                let wire = wire.clone();
+                async move { c.wait(wire).await }
+            })
+            .await?;
+        Lookup::from_wait(response)
+    }
+
+    /// Admin: one page of records by state and age.
+    pub async fn list_operations(&self, query: &ListQuery) -> Result<Page, ClientError> {
+        let wire = query.to_proto();
+        let response = self
+            .admin(Kind::Read, |mut c| {
+                let wire = wire.clone();
+                async move { c.list_operations(wire).await }
+            })
+            .await?;
+        Page::from_proto(response)
+    }
+
+    /// Admin: decides a non-terminal record (version-checked, audited); answers the record
+    /// after the change.
+    pub async fn reconcile(&self, decision: &Reconciliation) -> Result<Record, ClientError> {
+        let wire = decision.to_proto()?;
+        let response = self
+            .admin(Kind::Write, |mut c| {
+                let wire = wire.clone();
+                async move { c.reconcile(wire).await }
+            })
+            .await?;
+        convert::required_record(response.record)
+    }
+
+    /// Admin: scrubs the stored result fields of every record of `(tenant, actor)`, keeping
+    /// the anti-duplicate tombstones; answers the number of records scrubbed.
+    pub async fn purge_subject(
+        &self,
+        tenant: &str,
+        actor: &str,
+        why: &str,
+        operator: &str,
+    ) -> Result<u64, ClientError> {
+        validate_tenant(tenant)?;
+        validate_actor(actor)?;
+        if why.trim().is_empty() {
+            return Err(ClientError::invalid(
+                reason::INVALID_ARGUMENT,
+                "a purge needs a reason",
+            ));
+        }
+        let wire = v1::PurgeSubjectRequest {
+            tenant: tenant.to_owned(),
+            actor: actor.to_owned(),
+            reason: why.to_owned(),
+            operator: operator.to_owned(),
+        };
+        let response = self
+            .admin(Kind::Write, |mut c| {
+                let wire = wire.clone();
+                async move { c.purge_subject(wire).await }
+            })
+            .await?;
+        Ok(response.records_scrubbed)
+    }
+
+    /// Admin: the status of the preferred node (any node answers, not linearizable).
+    pub async fn status(&self) -> Result<NodeStatus, ClientError> {
+        self.admin(Kind::Read, |mut c| async move {
+            c.status(v1::StatusRequest {}).await
+        })
+        .await
+        .map(NodeStatus::from)
+    }
+
+    /// Admin: the status of one given node, in one attempt, without routing elsewhere
+    /// (`endpoint` need not be one of the client's).
+    pub async fn status_of(&self, endpoint: &str) -> Result<NodeStatus, ClientError> {
+        self.transport
+            .call_on(endpoint, self.timeout(), |channel| async move {
+                AdminClient::new(channel).status(v1::StatusRequest {}).await
+            })
+            .await
+            .map(NodeStatus::from)
+    }
+
+    fn timeout(&self) -> Duration {
+        self.transport.options().request_timeout
+    }
+
+    async fn idem<T, F, Fut>(&self, kind: Kind, timeout: Duration, rpc: F) -> Result<T, ClientError>
+    where
+        F: Fn(IdempotencyClient<Channel>) -> Fut,
+        Fut: Future<Output = Rpc<T>>,
+    {
+        self.transport
+            .call(kind, timeout, |channel| {
+                rpc(IdempotencyClient::new(channel))
+            })
+            .await
+    }
+
+    async fn mutate<F, Fut>(&self, rpc: F) -> Result<Record, ClientError>
+    where
+        F: Fn(IdempotencyClient<Channel>) -> Fut,
+        Fut: Future<Output = Rpc<v1::RecordResponse>>,
+    {
+        let response = self.idem(Kind::Write, self.timeout(), rpc).await?;
+        convert::required_record(response.record)
+    }
+
+    async fn admin<T, F, Fut>(&self, kind: Kind, rpc: F) -> Result<T, ClientError>
+    where
+        F: Fn(AdminClient<Channel>) -> Fut,
+        Fut: Future<Output = Rpc<T>>,
+    {
+        self.transport
+            .call(kind, self.timeout(), |channel| {
+                rpc(AdminClient::new(channel))
+            })
+            .await
+    }
+}
+
+fn wire_target(target: &Target) -> (Option<v1::Scope>, String) {
+    (
+        Some(convert::scope_to_proto(&target.scope)),
+        target.key.as_str().to_owned(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync + Clone>() {}
+
+    #[test]
+    fn client_is_send_sync_clone() {
+        assert_send_sync::<Client>();
+    }
+
+    #[test]
+    fn connect_is_lazy_and_validates_endpoints() {
+        // No runtime and no server needed: nothing connects until the first call.
+        let client = Client::connect(vec!["127.0.0.1:1".into()], ClientOptions::default()).unwrap();
+        assert_eq!(client.endpoints(), ["http://127.0.0.1:1"]);
+        assert_eq!(client.preferred_endpoint(), "http://127.0.0.1:1");
+        let err =
+            Client::connect(vec!["https://x:1".into()], ClientOptions::default()).unwrap_err();
+        assert_eq!(err.reason(), "INVALID_ARGUMENT");
+        assert!(Client::connect(vec!["a b:1".into()], ClientOptions::default()).is_err());
+    }
+}

@@ -1,0 +1,105 @@
+//! Connection and retry settings.
+//!
+//! The defaults suit a service calling idem on its request path: a claim that cannot be
+//! answered within about 15 s is better reported (as `OUTCOME_UNKNOWN` or `UNAVAILABLE`) than
+//! held, since the service's own caller is waiting too. Batch workers and `idemctl` may want a
+//! larger budget; tests want tiny backoffs.
+
+use std::time::Duration;
+
+/// Settings of a [`crate::Client`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Time allowed to open a TCP connection to one endpoint.
+    pub connect_timeout: Duration,
+    /// Time allowed for one attempt of a call, from sending to the answer. `wait` calls add
+    /// their own wait budget to it.
+    pub request_timeout: Duration,
+    /// Interval of HTTP/2 keep-alive pings on idle connections (also the TCP keep-alive).
+    pub keep_alive_interval: Duration,
+    /// How long a keep-alive ping may go unanswered before the connection is dropped.
+    pub keep_alive_timeout: Duration,
+    /// How failed attempts are retried.
+    pub retry: RetryPolicy,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            connect_timeout: Duration::from_secs(3),
+            request_timeout: Duration::from_secs(10),
+            keep_alive_interval: Duration::from_secs(30),
+            keep_alive_timeout: Duration::from_secs(10),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Retries of transport failures, `NOT_LEADER` redirects and
+/// `UNAVAILABLE_OUTCOME_UNKNOWN` answers.
+///
+/// Every retry re-sends the very same request (same key, holder, fence, fingerprint): the
+/// server's commands are idempotent for the same holder and fence, so a retry of a request
+/// that did take effect gets the same answer instead of a second effect. Definite answers
+/// (`STALE_FENCE`, `INVALID_*`, a claim outcome such as `FINGERPRINT_MISMATCH`) are never
+/// retried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Most attempts of one call, the first included (1 = no retry). A `NOT_LEADER` redirect
+    /// counts as an attempt.
+    pub max_attempts: u32,
+    /// Wait before the first retry; doubles on every retry.
+    pub initial_backoff: Duration,
+    /// Longest wait between two attempts.
+    pub max_backoff: Duration,
+    /// No new attempt starts after this much time since the call began.
+    pub total_budget: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 8,
+            initial_backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_secs(2),
+            total_budget: Duration::from_secs(15),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// One attempt, no retry.
+    pub fn no_retry() -> Self {
+        RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        }
+    }
+
+    /// The wait before retry number `retry` (1 for the first retry), before jitter:
+    /// `initial_backoff * 2^(retry-1)`, at most `max_backoff`.
+    pub fn backoff(&self, retry: u32) -> Duration {
+        let factor = 1u32
+            .checked_shl(retry.saturating_sub(1))
+            .unwrap_or(u32::MAX);
+        self.initial_backoff
+            .saturating_mul(factor)
+            .min(self.max_backoff)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let policy = RetryPolicy::default();
+        assert_eq!(policy.backoff(1), Duration::from_millis(50));
+        assert_eq!(policy.backoff(2), Duration::from_millis(100));
+        assert_eq!(policy.backoff(5), Duration::from_millis(800));
+        assert_eq!(policy.backoff(7), Duration::from_secs(2));
+        assert_eq!(policy.backoff(64), Duration::from_secs(2));
+        assert_eq!(RetryPolicy::no_retry().max_attempts, 1);
+    }
+}

@@ -1,0 +1,765 @@
+//! The command line, as clap derive types.
+//!
+//! Arguments shared by many commands are structs flattened into each command (scope, key,
+//! fence, result, error), so a flag means the same thing everywhere and is parsed in one
+//! place. Scope flags and the endpoint list also come from `IDEMCTL_*` environment variables,
+//! which keeps an interactive session short: export the scope once, then type only
+//! `idemctl claim --key k1 --body '{}'`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+
+/// Parses a duration such as `30s`, `5m`, `1h 30m`, `250ms`.
+pub fn duration(text: &str) -> Result<Duration, humantime::DurationError> {
+    humantime::parse_duration(text)
+}
+
+/// Parses `name=value` (the value may itself contain `=`).
+pub fn key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!("expected NAME=VALUE, got {text:?}")),
+    }
+}
+
+const ABOUT: &str = "Operator CLI of idem, the replicated idempotency-key store";
+
+const LONG_ABOUT: &str = "\
+Operator CLI of idem, the replicated idempotency-key store.
+
+idemctl speaks the public gRPC API (idem.v1) of an idemd cluster: it claims keys and drives a
+record through its lifecycle as a worker would (start, call, renew, complete, fail, release,
+cancel), reads records (get, wait, op show, op list) and performs the audited admin actions
+(op reconcile, purge). Transport failures are retried with the same request (same key,
+holder and fence), and writes follow the leader.
+
+Scope flags (--tenant, --env, --actor, --endpoint) can be set once through IDEMCTL_TENANT,
+IDEMCTL_ENV, IDEMCTL_ACTOR and IDEMCTL_ENDPOINT.";
+
+const AFTER_HELP: &str = "\
+Examples:
+  export IDEMCTL_TENANT=acme IDEMCTL_ENV=prod IDEMCTL_ACTOR=user-42
+  export IDEMCTL_ENDPOINT='POST /v1/charges'
+  idemctl claim --key order-7f3a --body '{\"amount\":100}'
+  idemctl complete --key order-7f3a --fence 1 --status 201 --resource-id ch_1
+  idemctl -w json get --key order-7f3a
+  idemctl op list --state PENDING,IN_PROGRESS --older-than 5m
+
+Output: -w table (default) prints aligned key/value lines; -w json prints exactly one JSON
+object on stdout, errors included ({\"error\": REASON, \"message\": ...}).
+
+Exit codes:
+  0  the call succeeded (a claim outcome such as IN_PROGRESS or FINGERPRINT_MISMATCH is an
+     answer, not an error: read `outcome`)
+  1  the server refused the call (STALE_FENCE, WRONG_STATE, NOT_FOUND, VERSION_MISMATCH, ...)
+  2  usage error or invalid input (INVALID_KEY, INVALID_SCOPE, bad JSON body, ...)
+  3  unavailable or outcome unknown: re-run the same command (same key, holder, fence)";
+
+/// `idemctl [GLOBAL OPTIONS] COMMAND`.
+#[derive(Debug, Parser)]
+#[command(name = "idemctl", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// Comma-separated idemd API addresses (HOST:PORT); writes follow the leader.
+    #[arg(
+        long,
+        global = true,
+        env = "IDEMCTL_ENDPOINTS",
+        value_delimiter = ',',
+        default_value = "127.0.0.1:7400"
+    )]
+    pub endpoints: Vec<String>,
+
+    /// Output format.
+    #[arg(short = 'w', long = "write-out", global = true, value_enum, default_value_t = Format::Table)]
+    pub write_out: Format,
+
+    /// Time allowed for one attempt of a call (e.g. 10s, 500ms).
+    #[arg(long, global = true, value_parser = duration, default_value = "10s")]
+    pub request_timeout: Duration,
+
+    /// Most attempts of one call (1 = no retry).
+    #[arg(long, global = true, default_value_t = 8)]
+    pub max_attempts: u32,
+
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned key/value lines and tables, for people.
+    Table,
+    /// Exactly one JSON object on stdout, for scripts.
+    Json,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Claim a key: ACQUIRED / TAKEN_OVER (you own it: fence), IN_PROGRESS, COMPLETED, ...
+    #[command(
+        long_about = "Claim (scope, key) for one attempt.\n\nThe body is fingerprinted here \
+                      with jcs-sha256/v1 over the canonical request {method, route, \
+                      path_params, query, body}, method and route taken from --endpoint. \
+                      A retry with the same key and the same request gets the stored answer; \
+                      a different body gets FINGERPRINT_MISMATCH.",
+        after_help = "Examples:\n  idemctl claim --key order-7f3a --body '{\"amount\":100}' \
+                      --risk HIGH --lease 30s\n  idemctl claim --key k2 --endpoint 'POST \
+                      /v1/accounts/{id}/charges' --path-param id=42 --query expand=customer \
+                      --body-file req.json"
+    )]
+    Claim(ClaimArgs),
+
+    /// Owner: PENDING -> IN_PROGRESS.
+    #[command(after_help = "Example:\n  idemctl start --key order-7f3a --fence 1")]
+    Start(FencedArgs),
+
+    /// Owner: record the external call (--calling before, --confirmed REF after).
+    #[command(
+        long_about = "Owner: write the external-call ledger. Record --calling before calling \
+                      a downstream (pass the operation id as its idempotency key), and \
+                      --confirmed REMOTE_REF once it answered.",
+        after_help = "Examples:\n  idemctl call --key order-7f3a --fence 1 --calling\n  \
+                      idemctl call --key order-7f3a --fence 1 --confirmed ch_123"
+    )]
+    Call(CallArgs),
+
+    /// Owner: extend the lease.
+    #[command(after_help = "Example:\n  idemctl renew --key order-7f3a --fence 1 --lease 60s")]
+    Renew(RenewArgs),
+
+    /// Owner: store the result; the record becomes COMPLETED and is replayed.
+    #[command(
+        mut_arg("status", |a| a.required(true)),
+        after_help = "Example:\n  idemctl complete --key order-7f3a --fence 1 --status 201 \
+                      --resource-id ch_123 --field amount=100"
+    )]
+    Complete(CompleteArgs),
+
+    /// Owner: record a failure, --retryable (next claim takes over) or --terminal (replayed).
+    #[command(
+        mut_arg("error", |a| a.required(true)),
+        after_help = "Examples:\n  idemctl fail --key order-7f3a --fence 1 --terminal --code \
+                      card_declined --error 'card declined'\n  idemctl fail --key order-7f3a \
+                      --fence 1 --retryable --code upstream_503 --error 'try later'"
+    )]
+    Fail(FailArgs),
+
+    /// Owner: give the record up (back to PENDING); only before any external call.
+    #[command(after_help = "Example:\n  idemctl release --key order-7f3a --fence 1")]
+    Release(FencedArgs),
+
+    /// Owner: cancel (CANCELLED, terminal); only before any external call.
+    #[command(after_help = "Example:\n  idemctl cancel --key order-7f3a --fence 1")]
+    Cancel(FencedArgs),
+
+    /// Read a record and what a matching claim would get now.
+    #[command(after_help = "Example:\n  idemctl -w json get --key order-7f3a")]
+    Get(KeyArgs),
+
+    /// Wait (at most 30s) until the record is settled, then print it.
+    #[command(after_help = "Example:\n  idemctl wait --key order-7f3a --timeout 10s")]
+    Wait(WaitArgs),
+
+    /// Operations by id: show, list, reconcile.
+    #[command(subcommand)]
+    Op(OpCommand),
+
+    /// Scrub a subject's stored result fields, keeping the anti-duplicate tombstones.
+    #[command(
+        long_about = "Scrub the stored result fields and error messages of every record of \
+                      (tenant, actor), e.g. for a data-deletion request. The records stay as \
+                      tombstones: a retry is still answered COMPLETED (purged) and never \
+                      runs again. Audited.",
+        after_help = "Example:\n  idemctl purge --tenant acme --actor user-42 --reason 'GDPR-123'"
+    )]
+    Purge(PurgeArgs),
+
+    /// Status of every endpoint: node, leader, term, indexes, records by state.
+    #[command(after_help = "Example:\n  idemctl --endpoints n1:7400,n2:7400,n3:7400 status")]
+    Status,
+}
+
+/// `idemctl op ...`.
+#[derive(Debug, Subcommand)]
+pub enum OpCommand {
+    /// Show a record by operation id.
+    #[command(after_help = "Example:\n  idemctl op show 0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d")]
+    Show(ShowArgs),
+
+    /// List records by state and age (e.g. stuck PENDING / IN_PROGRESS).
+    #[command(
+        after_help = "Examples:\n  idemctl op list --state PENDING,IN_PROGRESS --older-than 5m\n  \
+                      idemctl op list --state NEEDS_RECONCILIATION --tenant acme --limit 20"
+    )]
+    List(ListArgs),
+
+    /// Decide a non-terminal record (typically NEEDS_RECONCILIATION); audited.
+    #[command(
+        long_about = "Decide the outcome of a non-terminal record, typically one in \
+                      NEEDS_RECONCILIATION after checking the downstream by operation id. \
+                      --expected-version is the version you looked at (VERSION_MISMATCH if \
+                      it moved). The current holder is revoked (its fence goes stale).",
+        after_help = "Examples:\n  idemctl op reconcile OPID --expected-version 4 --to COMPLETED \
+                      --status 201 --resource-id ch_123 --reason 'INC-7: charge exists'\n  \
+                      idemctl op reconcile OPID --expected-version 4 --to RETRYABLE_FAILURE \
+                      --reason 'INC-8: no charge at the PSP'"
+    )]
+    Reconcile(ReconcileArgs),
+}
+
+/// The scope of a key.
+#[derive(Debug, Args)]
+pub struct ScopeArgs {
+    /// Tenant (calling organisation).
+    #[arg(long, env = "IDEMCTL_TENANT")]
+    pub tenant: String,
+    /// Environment, e.g. prod or test.
+    #[arg(long = "env", env = "IDEMCTL_ENV", value_name = "ENV")]
+    pub environment: String,
+    /// Actor: the end user or account the service acts for.
+    #[arg(long, env = "IDEMCTL_ACTOR")]
+    pub actor: String,
+    /// The operation, "METHOD /route", e.g. "POST /v1/charges".
+    #[arg(long, env = "IDEMCTL_ENDPOINT", value_name = "METHOD /ROUTE")]
+    pub endpoint: String,
+}
+
+/// A scope and a key: one record.
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    /// The scope.
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+    /// The idempotency key (1-255 bytes of A-Z a-z 0-9 . _ : ~ -).
+    #[arg(long)]
+    pub key: String,
+}
+
+/// A record and the fence of its current owner.
+#[derive(Debug, Args)]
+pub struct FencedArgs {
+    /// The record.
+    #[command(flatten)]
+    pub target: KeyArgs,
+    /// The fence returned by the claim.
+    #[arg(long)]
+    pub fence: u64,
+}
+
+/// `idemctl claim`.
+#[derive(Debug, Args)]
+pub struct ClaimArgs {
+    /// The record.
+    #[command(flatten)]
+    pub target: KeyArgs,
+    /// The request body, JSON (absent: the request has no body, which differs from null).
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Read the JSON body from a file ("-" for stdin).
+    #[arg(long, value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+    /// A path parameter of the route, NAME=VALUE (repeatable).
+    #[arg(long = "path-param", value_name = "NAME=VALUE", value_parser = key_value)]
+    pub path_params: Vec<(String, String)>,
+    /// A decoded query parameter, NAME=VALUE (repeatable; the order of one name's values
+    /// matters).
+    #[arg(long = "query", value_name = "NAME=VALUE", value_parser = key_value)]
+    pub query: Vec<(String, String)>,
+    /// Risk class of a new record (default: the endpoint policy).
+    #[arg(long, value_enum, ignore_case = true)]
+    pub risk: Option<RiskArg>,
+    /// Lease of a new record, e.g. 30s (default: the endpoint policy).
+    #[arg(long, value_parser = duration)]
+    pub lease: Option<Duration>,
+    /// Retention after a terminal state, e.g. 24h (default: the endpoint policy).
+    #[arg(long, value_parser = duration)]
+    pub retention: Option<Duration>,
+    /// Result size limit of a new record, in bytes.
+    #[arg(long)]
+    pub max_result_bytes: Option<u32>,
+    /// Holder identity of this attempt (default: generated). Reuse one only to re-send the
+    /// same attempt's claim.
+    #[arg(long)]
+    pub holder: Option<String>,
+    /// Request schema version stored in the fingerprint.
+    #[arg(long, default_value_t = 1)]
+    pub schema_version: u32,
+    /// Send the canonical request for the server to fingerprint, instead of the digest.
+    #[arg(long)]
+    pub server_hash: bool,
+}
+
+/// Risk classes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum RiskArg {
+    /// Cheap to repeat.
+    Low,
+    /// The default.
+    Normal,
+    /// Money or other irreversible effects.
+    High,
+}
+
+/// `idemctl call`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("stage").required(true).args(["calling", "confirmed"])))]
+pub struct CallArgs {
+    /// The record and fence.
+    #[command(flatten)]
+    pub fenced: FencedArgs,
+    /// Record CALLING: about to call the downstream.
+    #[arg(long)]
+    pub calling: bool,
+    /// Record REMOTE_CONFIRMED with the downstream's reference.
+    #[arg(long, value_name = "REMOTE_REF")]
+    pub confirmed: Option<String>,
+}
+
+/// `idemctl renew`.
+#[derive(Debug, Args)]
+pub struct RenewArgs {
+    /// The record and fence.
+    #[command(flatten)]
+    pub fenced: FencedArgs,
+    /// New lease from now (default: the record's lease).
+    #[arg(long, value_parser = duration)]
+    pub lease: Option<Duration>,
+}
+
+/// A stored result (complete, reconcile --to COMPLETED).
+#[derive(Debug, Args)]
+pub struct ResultArgs {
+    /// HTTP status code to replay (100-599).
+    #[arg(long)]
+    pub status: Option<u16>,
+    /// Id of the created or changed resource.
+    #[arg(long, default_value = "")]
+    pub resource_id: String,
+    /// Version of that resource.
+    #[arg(long, default_value = "")]
+    pub resource_version: String,
+    /// A stable response field to replay, NAME=VALUE (repeatable).
+    #[arg(long = "field", value_name = "NAME=VALUE", value_parser = key_value)]
+    pub fields: Vec<(String, String)>,
+}
+
+/// An error summary (fail, reconcile to a failure).
+#[derive(Debug, Args)]
+pub struct ErrorArgs {
+    /// Human-readable error message (no personal data).
+    #[arg(long, value_name = "TEXT")]
+    pub error: Option<String>,
+    /// Stable machine-readable error code, e.g. card_declined (default: error).
+    #[arg(long)]
+    pub code: Option<String>,
+}
+
+/// `idemctl complete`.
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    /// The record and fence.
+    #[command(flatten)]
+    pub fenced: FencedArgs,
+    /// The result.
+    #[command(flatten)]
+    pub result: ResultArgs,
+}
+
+/// `idemctl fail`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("kind").required(true).args(["terminal", "retryable"])))]
+pub struct FailArgs {
+    /// The record and fence.
+    #[command(flatten)]
+    pub fenced: FencedArgs,
+    /// TERMINAL_FAILURE: the error is replayed to later claims.
+    #[arg(long)]
+    pub terminal: bool,
+    /// RETRYABLE_FAILURE: the next claim takes over.
+    #[arg(long)]
+    pub retryable: bool,
+    /// The error.
+    #[command(flatten)]
+    pub error: ErrorArgs,
+}
+
+/// `idemctl wait`.
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// The record.
+    #[command(flatten)]
+    pub target: KeyArgs,
+    /// Wait budget, at most 30s.
+    #[arg(long, value_parser = duration, default_value = "30s")]
+    pub timeout: Duration,
+}
+
+/// `idemctl op show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The operation id (UUID).
+    pub operation_id: String,
+}
+
+/// `idemctl op list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only these states (repeatable or comma-separated).
+    #[arg(long = "state", value_enum, value_delimiter = ',', ignore_case = true)]
+    pub states: Vec<StateArg>,
+    /// Only records unchanged for at least this long, e.g. 5m.
+    #[arg(long, value_parser = duration)]
+    pub older_than: Option<Duration>,
+    /// Only this tenant's records.
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// Page size (server default 100, at most 1000).
+    #[arg(long)]
+    pub limit: Option<u32>,
+    /// The next_page_token of the previous page.
+    #[arg(long)]
+    pub page_token: Option<String>,
+}
+
+/// Record states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum StateArg {
+    /// Claimed, not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Finished; result replayed.
+    Completed,
+    /// Failed retryably; next claim takes over.
+    RetryableFailure,
+    /// Failed for good; error replayed.
+    TerminalFailure,
+    /// Cancelled.
+    Cancelled,
+    /// Outcome unknown, operator decides.
+    NeedsReconciliation,
+}
+
+/// States a reconcile may move to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReconcileTo {
+    /// COMPLETED with --status/--resource-id/--field.
+    Completed,
+    /// RETRYABLE_FAILURE (optionally --error/--code).
+    RetryableFailure,
+    /// TERMINAL_FAILURE with --error/--code.
+    TerminalFailure,
+}
+
+/// `idemctl op reconcile`.
+#[derive(Debug, Args)]
+pub struct ReconcileArgs {
+    /// The operation id (UUID).
+    pub operation_id: String,
+    /// The record version the decision is based on.
+    #[arg(long)]
+    pub expected_version: u64,
+    /// The state to move to.
+    #[arg(long, value_enum, ignore_case = true)]
+    pub to: ReconcileTo,
+    /// Why (stored in the audit entry), e.g. a ticket reference.
+    #[arg(long)]
+    pub reason: String,
+    /// Who decides (stored in the audit entry); default $USER.
+    #[arg(long, env = "IDEMCTL_OPERATOR")]
+    pub operator: Option<String>,
+    /// The result, for --to COMPLETED.
+    #[command(flatten)]
+    pub result: ResultArgs,
+    /// The error, for the failure targets.
+    #[command(flatten)]
+    pub error: ErrorArgs,
+}
+
+/// `idemctl purge`.
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    /// The subject's tenant.
+    #[arg(long)]
+    pub tenant: String,
+    /// The subject.
+    #[arg(long)]
+    pub actor: String,
+    /// Why (stored in the audit entry).
+    #[arg(long)]
+    pub reason: String,
+    /// Who asks (stored in the audit entry); default $USER.
+    #[arg(long, env = "IDEMCTL_OPERATOR")]
+    pub operator: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::error::ErrorKind;
+    use clap::CommandFactory;
+
+    use super::*;
+
+    const SCOPE: [&str; 8] = [
+        "--tenant",
+        "acme",
+        "--env",
+        "prod",
+        "--actor",
+        "user-42",
+        "--endpoint",
+        "POST /v1/charges",
+    ];
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let mut all = vec!["idemctl"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all)
+    }
+
+    /// Parses `args` followed by the scope flags.
+    fn parse_scoped(args: &[&str]) -> Result<Cli, clap::Error> {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&SCOPE);
+        parse(&all)
+    }
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn claim_parses_every_flag() {
+        let cli = parse_scoped(&[
+            "-w",
+            "json",
+            "--endpoints",
+            "n1:7400,n2:7400",
+            "claim",
+            "--key",
+            "k1",
+            "--body",
+            r#"{"a":1}"#,
+            "--risk",
+            "high",
+            "--lease",
+            "1m 30s",
+            "--retention",
+            "24h",
+            "--holder",
+            "me-1",
+            "--path-param",
+            "id=7",
+            "--query",
+            "tag=b",
+            "--query",
+            "tag=a=x",
+        ])
+        .unwrap();
+        assert_eq!(cli.write_out, Format::Json);
+        assert_eq!(cli.endpoints, ["n1:7400", "n2:7400"]);
+        let Command::Claim(claim) = cli.command else {
+            panic!("not a claim")
+        };
+        assert_eq!(claim.target.key, "k1");
+        assert_eq!(claim.target.scope.endpoint, "POST /v1/charges");
+        assert_eq!(claim.target.scope.environment, "prod");
+        assert_eq!(claim.risk, Some(RiskArg::High));
+        assert_eq!(claim.lease, Some(Duration::from_secs(90)));
+        assert_eq!(claim.retention, Some(Duration::from_secs(86_400)));
+        assert_eq!(claim.holder.as_deref(), Some("me-1"));
+        assert_eq!(claim.path_params, [("id".to_owned(), "7".to_owned())]);
+        assert_eq!(
+            claim.query,
+            [
+                ("tag".to_owned(), "b".to_owned()),
+                ("tag".to_owned(), "a=x".to_owned())
+            ]
+        );
+        assert_eq!(claim.schema_version, 1);
+        assert!(!claim.server_hash);
+    }
+
+    #[test]
+    fn defaults() {
+        let cli = parse_scoped(&["get", "--key", "k"]).unwrap();
+        assert_eq!(cli.write_out, Format::Table);
+        assert_eq!(cli.request_timeout, Duration::from_secs(10));
+        assert_eq!(cli.max_attempts, 8);
+        assert!(matches!(cli.command, Command::Get(_)));
+        let cli = parse_scoped(&["wait", "--key", "k"]).unwrap();
+        let Command::Wait(wait) = cli.command else {
+            panic!()
+        };
+        assert_eq!(wait.timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn worker_commands_need_a_fence_and_their_flags() {
+        let err = parse_scoped(&["start", "--key", "k"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+
+        let cli = parse_scoped(&[
+            "complete",
+            "--key",
+            "k",
+            "--fence",
+            "3",
+            "--status",
+            "201",
+            "--resource-id",
+            "ch_1",
+            "--field",
+            "amount=100",
+        ])
+        .unwrap();
+        let Command::Complete(c) = cli.command else {
+            panic!()
+        };
+        assert_eq!(c.fenced.fence, 3);
+        assert_eq!(c.result.status, Some(201));
+        assert_eq!(c.result.fields, [("amount".to_owned(), "100".to_owned())]);
+        let err = parse_scoped(&["complete", "--key", "k", "--fence", "3"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+
+        let fail = |extra: &[&str]| {
+            let mut args = vec!["fail", "--key", "k", "--fence", "1", "--error", "boom"];
+            args.extend_from_slice(extra);
+            parse_scoped(&args)
+        };
+        assert!(fail(&["--terminal"]).is_ok());
+        assert!(fail(&["--retryable", "--code", "upstream_503"]).is_ok());
+        assert_eq!(
+            fail(&[]).unwrap_err().kind(),
+            ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(
+            fail(&["--terminal", "--retryable"]).unwrap_err().kind(),
+            ErrorKind::ArgumentConflict
+        );
+
+        let call = |extra: &[&str]| {
+            let mut args = vec!["call", "--key", "k", "--fence", "1"];
+            args.extend_from_slice(extra);
+            parse_scoped(&args)
+        };
+        assert!(call(&["--calling"]).is_ok());
+        let cli = call(&["--confirmed", "ch_1"]).unwrap();
+        let Command::Call(c) = cli.command else {
+            panic!()
+        };
+        assert_eq!(c.confirmed.as_deref(), Some("ch_1"));
+        assert!(call(&[]).is_err());
+        assert!(call(&["--calling", "--confirmed", "x"]).is_err());
+
+        let cli = parse_scoped(&["renew", "--key", "k", "--fence", "1", "--lease", "45s"]).unwrap();
+        let Command::Renew(r) = cli.command else {
+            panic!()
+        };
+        assert_eq!(r.lease, Some(Duration::from_secs(45)));
+    }
+
+    #[test]
+    fn op_commands() {
+        let cli = parse(&[
+            "op",
+            "list",
+            "--state",
+            "PENDING,in_progress",
+            "--state",
+            "NEEDS_RECONCILIATION",
+            "--older-than",
+            "5m",
+            "--limit",
+            "20",
+            "--tenant",
+            "acme",
+        ])
+        .unwrap();
+        let Command::Op(OpCommand::List(list)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(
+            list.states,
+            [
+                StateArg::Pending,
+                StateArg::InProgress,
+                StateArg::NeedsReconciliation
+            ]
+        );
+        assert_eq!(list.older_than, Some(Duration::from_secs(300)));
+        assert_eq!(list.limit, Some(20));
+
+        let cli = parse(&[
+            "op",
+            "reconcile",
+            "0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d",
+            "--expected-version",
+            "4",
+            "--to",
+            "COMPLETED",
+            "--reason",
+            "INC-7",
+            "--status",
+            "201",
+            "--resource-id",
+            "ch_1",
+        ])
+        .unwrap();
+        let Command::Op(OpCommand::Reconcile(r)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(r.to, ReconcileTo::Completed);
+        assert_eq!(r.expected_version, 4);
+        assert_eq!(r.result.status, Some(201));
+        assert!(parse(&["op", "reconcile", "x", "--to", "PENDING", "--reason", "r"]).is_err());
+
+        let cli = parse(&["op", "show", "0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d"]).unwrap();
+        assert!(matches!(cli.command, Command::Op(OpCommand::Show(_))));
+        assert!(parse(&["purge", "--tenant", "acme", "--actor", "u"]).is_err());
+        assert!(parse(&["purge", "--tenant", "acme", "--actor", "u", "--reason", "r"]).is_ok());
+        assert!(matches!(
+            parse(&["status"]).unwrap().command,
+            Command::Status
+        ));
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        let err = parse_scoped(&["claim", "--key", "k", "--lease", "soon"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ValueValidation);
+        let err = parse_scoped(&["claim", "--key", "k", "--query", "novalue"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ValueValidation);
+        let err = parse(&["-w", "yaml", "status"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidValue);
+        let err =
+            parse_scoped(&["claim", "--key", "k", "--body", "{}", "--body-file", "x"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
+    }
+
+    #[test]
+    fn help_is_available_at_every_level() {
+        for args in [
+            &["--help"][..],
+            &["claim", "--help"],
+            &["op", "--help"],
+            &["op", "reconcile", "--help"],
+            &["fail", "--help"],
+        ] {
+            let err = parse(args).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::DisplayHelp, "{args:?}");
+        }
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("Exit codes"));
+        assert!(help.contains("IDEMCTL_ENDPOINTS"));
+    }
+}
