@@ -17,10 +17,11 @@
 //! | `sm_meta` | `core`, `applied`, `membership`, `snapshot` | bincode `Meta` / `LogId` / `StoredMembership` / snapshot pointer |
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use rocksdb::{
-    ColumnFamily, ColumnFamilyDescriptor, DBRecoveryMode, IteratorMode, Options, WriteBatch,
-    WriteOptions, DB,
+    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, DBRecoveryMode, IteratorMode, Options,
+    WriteBatch, WriteOptions, DB,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -63,6 +64,18 @@ impl Cf {
     /// the core metadata in `sm_meta`).
     pub(crate) const STATE: [Cf; 4] = [Cf::Records, Cf::Operations, Cf::Expiry, Cf::Audit];
 
+    /// Per-family options: bloom filters where the API does point lookups by key
+    /// (records by scope and key, the operation-id index).
+    fn options(self) -> Options {
+        let mut options = Options::default();
+        if matches!(self, Cf::Records | Cf::Operations) {
+            let mut table = BlockBasedOptions::default();
+            table.set_bloom_filter(10.0, false);
+            options.set_block_based_table_factory(&table);
+        }
+        options
+    }
+
     /// The RocksDB name.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -92,10 +105,7 @@ impl Db {
         options.create_missing_column_families(true);
         options.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
         options.set_keep_log_file_num(8);
-        let families = Cf::ALL
-            .iter()
-            .map(|cf| ColumnFamilyDescriptor::new(cf.name(), Options::default()));
-        let db = DB::open_cf_descriptors(&options, path, families)?;
+        let db = open_waiting(&options, path)?;
         for cf in Cf::ALL {
             db.cf_handle(cf.name())
                 .ok_or(StoreError::MissingColumnFamily(cf.name()))?;
@@ -168,6 +178,33 @@ impl Db {
         }
         Ok(())
     }
+}
+
+/// How long [`Db::open`] waits for an earlier instance in this process to close.
+const CLOSE_WAIT: Duration = Duration::from_secs(10);
+
+/// Opens the database, waiting while an earlier instance in this process still holds the
+/// lock: after a Raft node shuts down, its tasks drop their store handles asynchronously,
+/// and a restart in the same process (tests, embedded use) must not race them. A lock held
+/// by another process fails at once.
+fn open_waiting(options: &Options, path: &Path) -> Result<DB, StoreError> {
+    let deadline = Instant::now() + CLOSE_WAIT;
+    loop {
+        let families = Cf::ALL
+            .iter()
+            .map(|cf| ColumnFamilyDescriptor::new(cf.name(), cf.options()));
+        match DB::open_cf_descriptors(options, path, families) {
+            Ok(db) => return Ok(db),
+            Err(e) if held_by_this_process(&e) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn held_by_this_process(error: &rocksdb::Error) -> bool {
+    error.as_ref().contains("lock hold by current process")
 }
 
 /// Where the database lives under a node's data directory.

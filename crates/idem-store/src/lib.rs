@@ -50,6 +50,9 @@ pub use types::{
 /// by the log store, the state machine and the reader.
 ///
 /// Drop all three (and every clone of the log store and reader) to close the database.
+/// If an earlier instance in this process is still closing (a Raft node's tasks release
+/// their handles asynchronously after `shutdown`), this waits up to 10 s for it; a
+/// database locked by another process is an error at once.
 pub fn open(dir: &Path) -> Result<(LogStore, StateMachine, StateReader), StoreError> {
     let db = Arc::new(db::Db::open(&db::db_dir(dir))?);
     let snapshots = Arc::new(snapshot::SnapshotStore::open(

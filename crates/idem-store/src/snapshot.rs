@@ -66,10 +66,12 @@ impl SnapshotStore {
     pub(crate) fn build(&self) -> Result<Snapshot, StoreError> {
         let (meta, data) = self.dump()?;
         let mut current = self.lock();
-        let newer = current
-            .as_ref()
-            .is_some_and(|c| c.pointer.meta.last_log_id > meta.last_log_id);
-        if !newer {
+        let published = match current.as_ref() {
+            Some(c) => Some(c.pointer.meta.last_log_id),
+            None => self.pointer()?.map(|p| p.meta.last_log_id),
+        };
+        // An install may have published a newer snapshot while this one was dumped.
+        if published.is_none_or(|published| published <= meta.last_log_id) {
             let pointer = self.write_file(&meta, &data)?;
             let mut batch = WriteBatch::default();
             self.db.put(&mut batch, Cf::SmMeta, SNAPSHOT, &pointer)?;

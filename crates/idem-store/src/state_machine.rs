@@ -66,7 +66,9 @@ impl StateMachine {
     ) -> Result<(), StoreError> {
         let db = self.db.clone();
         let (responses, last) = blocking(move || apply_batch(&db, entries)).await?;
-        self.applied.send_replace(last);
+        if let Some(last) = last {
+            self.applied.send_replace(last);
+        }
         for (responder, response) in responders.into_iter().zip(responses) {
             if let Some(responder) = responder {
                 responder.send(response);
@@ -87,8 +89,11 @@ pub(crate) fn read_membership(db: &Db) -> Result<StoredMembership, StoreError> {
 }
 
 /// Applies `entries` in order and writes their effects in one batch; returns one response
-/// per entry and the last applied index.
-fn apply_batch(db: &Arc<Db>, entries: Vec<Entry>) -> Result<(Vec<Response>, u64), StoreError> {
+/// per entry and the last applied index (`None` for no entries).
+fn apply_batch(
+    db: &Arc<Db>,
+    entries: Vec<Entry>,
+) -> Result<(Vec<Response>, Option<u64>), StoreError> {
     let state = RocksState::new(db.clone());
     let mut overlay = Overlay::new(&state);
     let mut responses = Vec::with_capacity(entries.len());
@@ -112,7 +117,7 @@ fn apply_batch(db: &Arc<Db>, entries: Vec<Entry>) -> Result<(Vec<Response>, u64)
         last = Some(log_id);
     }
     let Some(last) = last else {
-        return Ok((responses, 0));
+        return Ok((responses, None));
     };
     let mut batch = WriteBatch::default();
     state.stage(&mut batch, overlay.into_writes())?;
@@ -121,7 +126,7 @@ fn apply_batch(db: &Arc<Db>, entries: Vec<Entry>) -> Result<(Vec<Response>, u64)
         db.put(&mut batch, Cf::SmMeta, MEMBERSHIP, &membership)?;
     }
     db.write(batch, false)?;
-    Ok((responses, last.index()))
+    Ok((responses, Some(last.index())))
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {
