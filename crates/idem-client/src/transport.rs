@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | connect error (refused, unreachable, connect timeout) | no | next endpoint, back off |
 //! | `NOT_LEADER` | no (definite) | hinted leader at once, else next endpoint |
-//! | `UNAVAILABLE_OUTCOME_UNKNOWN`, reset, timeout, `UNAVAILABLE` without reason | maybe | back off, re-send the same request |
+//! | `UNAVAILABLE_OUTCOME_UNKNOWN`, reset, timeout, `UNAVAILABLE` without reason | maybe | next endpoint, back off, re-send the same request |
 //! | any other idem reason | yes, refused | return it, never retried |
 //!
 //! When the attempts or the time budget run out, a write that may have been sent is reported
@@ -282,7 +282,12 @@ impl Transport {
                     (jittered(policy, attempt), message)
                 }
                 Failure::MaybeSent(message, hint) => {
+                    // A leader cut off from its quorum keeps answering OUTCOME_UNKNOWN
+                    // (openraft does not step it down): let another node redirect us.
                     maybe_sent = true;
+                    if routed {
+                        self.rotate_from(index);
+                    }
                     (
                         jittered(policy, attempt).max(hint.unwrap_or_default()),
                         message,

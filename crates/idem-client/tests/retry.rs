@@ -296,6 +296,33 @@ async fn outcome_unknown_is_retried_with_the_same_fence() {
 }
 
 #[tokio::test]
+async fn outcome_unknown_moves_on_to_another_node() {
+    // A leader cut off from its quorum answers OUTCOME_UNKNOWN until it is replaced.
+    let stale = Mock::failing(vec![Fault::OutcomeUnknown; 10]);
+    let stale_addr = serve(stale.clone()).await;
+    let healthy = Mock::default();
+    let healthy_addr = serve(healthy.clone()).await;
+    let client = Client::connect(vec![stale_addr, healthy_addr.clone()], options(4)).unwrap();
+
+    let claim = client.claim(claim_request()).await.unwrap();
+    assert_eq!((stale.calls(), healthy.calls()), (1, 1));
+    // The same holder was sent to both: a claim that did land on the old leader is
+    // redelivered to us, not taken by a second attempt.
+    assert_eq!(
+        stale.0.claims.lock().unwrap()[0],
+        healthy.0.claims.lock().unwrap()[0]
+    );
+    assert_eq!(
+        healthy.0.claims.lock().unwrap()[0].holder,
+        claim.holder.as_str()
+    );
+    assert_eq!(
+        client.preferred_endpoint(),
+        format!("http://{healthy_addr}")
+    );
+}
+
+#[tokio::test]
 async fn a_timed_out_attempt_is_retried() {
     let mock = Mock::failing([Fault::Hang(Duration::from_secs(2))]);
     let addr = serve(mock.clone()).await;
