@@ -1,6 +1,6 @@
 //! idem-jepsen: the fault-injection harness for idem, in Jepsen's style.
 //!
-//! This crate is the analysis half of the harness and the base the test runner builds on:
+//! The analysis half, and the base the test runner builds on:
 //! - [`history`]: the history model (Jepsen's invoke/ok/fail/info entries), a thread-safe
 //!   [`history::Recorder`], and EDN/JSON reading and writing;
 //! - [`ledger`]: the side-effect ledger that counts executions per operation id;
@@ -8,13 +8,29 @@
 //! - [`results`]: the verdicts and counts written as `results.json`;
 //! - [`plot`]: `latency.png` and `rate.png` with fault windows shaded.
 //!
-//! See `jepsen/README.md` for the history schema and what each checker guarantees.
+//! The running half (the `test` and `cluster` subcommands):
+//! - [`cluster`]: idemd nodes in network namespaces, region delays, cleanup;
+//! - [`nemesis`]: partitions, kills, pauses, clock skew, membership changes, on a seeded
+//!   schedule;
+//! - [`workload`]: the register, conflict and takeover workloads and their worker protocol;
+//! - [`ledger_service`]: the side-effect downstream the workers call;
+//! - [`runner`]: one complete test run.
+//!
+//! See `jepsen/README.md` for the history schema, what each checker guarantees, and how to
+//! run tests.
 
 pub mod checker;
+pub mod cluster;
 pub mod history;
+pub mod http;
 pub mod ledger;
+pub mod ledger_service;
+pub mod nemesis;
 pub mod plot;
 pub mod results;
+pub mod rng;
+pub mod runner;
+pub mod workload;
 
 pub use checker::{check_all, check_all_with, Options};
 pub use history::{History, Op, OpType, Operation, Process, Recorder, Value, F};

@@ -1,7 +1,9 @@
 //! `idem-jepsen`: command line of the fault-injection harness.
 //!
-//! `check` re-checks a stored history (and its ledger) and prints the results; it is also what a
-//! test run does at its end, so a stored run can be re-judged after a checker changes.
+//! `test` runs a cluster in network namespaces under a workload and a nemesis and judges the
+//! history; `check` re-checks a stored history (and its ledger) and prints the results, which
+//! is also what a test run does at its end, so a stored run can be re-judged after a checker
+//! changes; `cluster up|down|exec` leaves a namespaced cluster running for scripts.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,7 +13,10 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use idem_jepsen::checker::SearchBudget;
-use idem_jepsen::{check_all_with, plot, History, Ledger, Options};
+use idem_jepsen::cluster::manage::{self, UpOptions};
+use idem_jepsen::cluster::regions::parse_rtts;
+use idem_jepsen::runner::{self, TestOptions};
+use idem_jepsen::{check_all_with, nemesis, plot, workload, History, Ledger, Options};
 
 /// Fault-injection harness for idem.
 #[derive(Debug, Parser)]
@@ -23,9 +28,127 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a test: nodes in network namespaces, a workload, a nemesis; judge the history.
+    /// Writes store/<run>/. Exit status: 0 valid, 1 invalid, 2 error, 130 interrupted.
+    Test(Box<TestArgs>),
     /// Check a stored history (history.edn or JSON lines) and print the results as JSON.
     /// Exit status: 0 valid, 1 invalid, 2 error.
     Check(CheckArgs),
+    /// Manage a namespaced cluster left running for scripts (up, down, exec).
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+#[derive(Debug, clap::Args)]
+struct TestArgs {
+    /// Number of idemd nodes (3 or 5; 1 for development).
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// Seconds of workload.
+    #[arg(long, default_value_t = 60)]
+    time_limit: u64,
+    /// Faults: partition, kill, pause, clock, membership (comma-separated), all or none.
+    #[arg(long, default_value = "partition,kill")]
+    nemesis: String,
+    /// Seconds between fault starts.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    interval: Duration,
+    /// Shortest fault.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    heal_min: Duration,
+    /// Longest fault.
+    #[arg(long, default_value = "6s", value_parser = humantime::parse_duration)]
+    heal_max: Duration,
+    /// Largest clock offset of the clock nemesis.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    max_skew: Duration,
+    /// Workload: register, conflict or takeover.
+    #[arg(long, default_value = "register")]
+    workload: String,
+    /// Seed of every random choice (schedule, keys, stalls); default: from the clock.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Number of client workers.
+    #[arg(long, default_value_t = 10)]
+    concurrency: u64,
+    /// Keys in use at once.
+    #[arg(long, default_value_t = 5)]
+    keys_active: u64,
+    /// Attempts (over all workers) before the key window moves by one key.
+    #[arg(long, default_value_t = 20)]
+    attempts_per_key: u64,
+    /// Number of regions (nodes placed round-robin).
+    #[arg(long, default_value_t = 1)]
+    regions: usize,
+    /// RTT between regions: one value, or one per region pair (r1-r2, r1-r3, r2-r3, ...).
+    #[arg(long, default_value = "")]
+    rtt: String,
+    /// The idemd binary (default: next to this executable).
+    #[arg(long)]
+    idemd: Option<PathBuf>,
+    /// Directory of runs.
+    #[arg(long, default_value = "store")]
+    store: PathBuf,
+    /// Prefix of the network namespaces.
+    #[arg(long, default_value = "idemj")]
+    prefix: String,
+    /// Keep the nodes' data directories in the run directory.
+    #[arg(long)]
+    keep_data: bool,
+    /// idemd log filter.
+    #[arg(long, default_value = "info")]
+    log_level: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum ClusterCommand {
+    /// Build the network, start the nodes, wait for a leader, write DIR/cluster.json, return.
+    Up(UpArgs),
+    /// Stop the cluster of DIR and delete its namespaces.
+    Down {
+        /// The cluster's directory.
+        #[arg(long)]
+        dir: PathBuf,
+    },
+    /// Run a command in a namespace of the cluster: `hub` (reaches every node) or `n1`..
+    Exec {
+        /// The cluster's directory.
+        #[arg(long)]
+        dir: PathBuf,
+        /// hub, n1, n2, ...
+        node: String,
+        /// The command and its arguments (after `--`).
+        #[arg(trailing_var_arg = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct UpArgs {
+    /// Number of nodes.
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// Number of regions (nodes placed round-robin).
+    #[arg(long, default_value_t = 1)]
+    regions: usize,
+    /// RTT between regions: one value, or one per region pair.
+    #[arg(long, default_value = "")]
+    rtt: String,
+    /// Directory for state, configs, data and logs.
+    #[arg(long)]
+    dir: PathBuf,
+    /// Prefix of the network namespaces.
+    #[arg(long, default_value = "idemc")]
+    prefix: String,
+    /// The idemd binary (default: next to this executable).
+    #[arg(long)]
+    idemd: Option<PathBuf>,
+    /// Run nodes under libfaketime (offsets in DIR/n*/faketime).
+    #[arg(long)]
+    fake_clock: bool,
+    /// idemd log filter.
+    #[arg(long, default_value = "info")]
+    log_level: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -53,14 +176,93 @@ struct CheckArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Check(args) => check(&args),
+        Command::Check(args) => check(&args).map(verdict),
+        Command::Test(args) => test(&args),
+        Command::Cluster(command) => cluster(command),
     };
     match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+fn verdict(valid: bool) -> ExitCode {
+    if valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    });
+    let options = TestOptions {
+        nodes: args.nodes,
+        regions: args.regions,
+        rtts: parse_rtts(&args.rtt)?,
+        time_limit: Duration::from_secs(args.time_limit),
+        nemesis: nemesis::Kind::parse_list(&args.nemesis)?,
+        interval: args.interval,
+        heal: (args.heal_min, args.heal_max.max(args.heal_min)),
+        max_skew: args.max_skew,
+        workload: workload::Kind::parse(&args.workload)?,
+        seed,
+        concurrency: args.concurrency.max(1),
+        keys_active: args.keys_active,
+        attempts_per_key: args.attempts_per_key,
+        idemd: args.idemd.clone(),
+        store: args.store.clone(),
+        prefix: args.prefix.clone(),
+        keep_data: args.keep_data,
+        log_level: args.log_level.clone(),
+    };
+    eprintln!("seed {seed}");
+    let outcome = runner::run(&options)?;
+    let Some(results) = outcome.results else {
+        eprintln!("interrupted; partial history in {}", outcome.dir.display());
+        return Ok(ExitCode::from(130));
+    };
+    eprint!("{}", results.summary());
+    eprintln!(
+        "{}: {}",
+        if results.valid { "VALID" } else { "INVALID" },
+        outcome.dir.display()
+    );
+    Ok(verdict(results.valid))
+}
+
+fn cluster(command: ClusterCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ClusterCommand::Up(args) => {
+            let options = UpOptions {
+                nodes: args.nodes,
+                regions: args.regions,
+                rtts: parse_rtts(&args.rtt)?,
+                dir: args.dir,
+                prefix: args.prefix,
+                idemd: args.idemd,
+                fake_clock: args.fake_clock,
+                log_level: args.log_level,
+            };
+            let state = manage::up(&options)?;
+            println!("{}", serde_json::to_string_pretty(&state)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Down { dir } => {
+            let removed = manage::down(&dir)?;
+            eprintln!("removed {removed} namespace(s)");
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Exec { dir, node, command } => {
+            let code = manage::exec(&dir, &node, &command)?;
+            Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
         }
     }
 }

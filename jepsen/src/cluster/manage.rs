@@ -1,0 +1,104 @@
+//! `idem-jepsen cluster up|down|exec`: a namespaced cluster left running for scripts.
+//!
+//! The same network, region delays and node configs as a test run, but the nodes outlive the
+//! command: `up` waits for health and a leader, writes `<dir>/cluster.json` and returns;
+//! scripts reach the nodes from the hub namespace (`cluster exec hub -- ...`), where every
+//! node's address is routable and nothing else is; `down` kills the nodes and deletes the
+//! namespaces.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use super::config::Timings;
+use super::regions::Regions;
+use super::state::ClusterState;
+use super::{cleanup, health, tools, Cluster, ClusterSpec};
+
+/// What `cluster up` builds.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    /// Number of nodes.
+    pub nodes: usize,
+    /// Number of regions.
+    pub regions: usize,
+    /// RTTs between regions.
+    pub rtts: Vec<Duration>,
+    /// State, configs, data and logs go here.
+    pub dir: PathBuf,
+    /// Namespace prefix.
+    pub prefix: String,
+    /// The idemd binary.
+    pub idemd: Option<PathBuf>,
+    /// Run nodes under libfaketime (clock offsets in `<dir>/n*/faketime`).
+    pub fake_clock: bool,
+    /// idemd log filter.
+    pub log_level: String,
+}
+
+/// Builds and starts a cluster and leaves it running.
+pub fn up(options: &UpOptions) -> anyhow::Result<ClusterState> {
+    tools::require_root()?;
+    tools::ensure_tools(tools::Needs {
+        faketime: options.fake_clock,
+    })?;
+    let idemd = tools::locate_idemd(options.idemd.as_deref())?;
+    let regions = Regions::new(options.nodes, options.regions, &options.rtts)?;
+    std::fs::create_dir_all(&options.dir)?;
+    let dir = options.dir.canonicalize()?;
+    let spec = ClusterSpec {
+        prefix: options.prefix.clone(),
+        nodes: options.nodes,
+        regions,
+        idemd,
+        dir: dir.clone(),
+        timings: Timings::default(),
+        fake_clock: options.fake_clock,
+        log_level: options.log_level.clone(),
+    };
+    let cluster = Cluster::create(&spec)?;
+    cluster.enter_hub()?;
+    cluster.start_all()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let all = cluster.ids();
+        health::wait_healthy(&cluster.topology, &all, Duration::from_secs(60)).await?;
+        let admin = health::admin_client(&cluster.topology)?;
+        health::wait_leader(&admin, &cluster.topology, &all, Duration::from_secs(60)).await?;
+        anyhow::Ok(())
+    })?;
+    drop(runtime);
+    let state = cluster.detach();
+    state.write(&dir)?;
+    Ok(state)
+}
+
+/// Stops the cluster described in `<dir>/cluster.json` and removes its namespaces.
+pub fn down(dir: &Path) -> anyhow::Result<usize> {
+    let state = ClusterState::read(dir)?;
+    let removed = cleanup::remove_leftovers(&state.prefix);
+    let _ = std::fs::remove_file(ClusterState::path(dir));
+    Ok(removed)
+}
+
+/// Runs `argv` inside the namespace of `who` (`hub`, `n1`, ...); returns its exit code.
+pub fn exec(dir: &Path, who: &str, argv: &[String]) -> anyhow::Result<i32> {
+    let state = ClusterState::read(dir)?;
+    let ns = state.netns_of(who).with_context(|| {
+        format!(
+            "no node {who:?} in {}; use hub or n1..n{}",
+            dir.display(),
+            state.nodes.len()
+        )
+    })?;
+    let status = Command::new("ip")
+        .args(["netns", "exec", &ns])
+        .args(argv)
+        .status()
+        .context("running ip netns exec")?;
+    Ok(status.code().unwrap_or(1))
+}

@@ -1,0 +1,265 @@
+//! Cluster control: idemd nodes in network namespaces.
+//!
+//! Shared by the `test` runner and by `idem-jepsen cluster up|down|exec`, which leaves a
+//! namespaced (optionally multi-region) cluster running for scripts and black-box tests: the
+//! region emulation is written once, here.
+//!
+//! - [`netns`]: names, addresses and the commands that build the network;
+//! - [`regions`]: placement into regions and netem delays between them;
+//! - [`config`]: one TOML file per node;
+//! - [`node`]: an idemd process (start, kill -9, pause, restart);
+//! - [`clock`]: per-node clock offsets through libfaketime;
+//! - [`health`]: waits for health and for a leader;
+//! - [`cleanup`]: teardown on exit, on panic, after a signal, and of earlier crashed runs;
+//! - [`state`]: the state file of a cluster left running;
+//! - [`tools`]: root, system packages, locating idemd.
+//!
+//! The running half of the harness reports errors with `anyhow`: it is the body of a command
+//! line tool, and its errors end up in front of a person, not matched on by code.
+
+pub mod cleanup;
+pub mod clock;
+pub mod command;
+pub mod config;
+pub mod health;
+pub mod manage;
+pub mod netns;
+pub mod node;
+pub mod regions;
+pub mod state;
+pub mod tools;
+
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+
+use cleanup::NetnsGuard;
+use clock::FakeClock;
+use command::Cmd;
+use config::{NodeConfig, Timings};
+use netns::Topology;
+use node::NodeProcess;
+use regions::Regions;
+use state::{ClusterState, NodeState};
+
+/// What cluster to build.
+#[derive(Debug, Clone)]
+pub struct ClusterSpec {
+    /// Namespace prefix.
+    pub prefix: String,
+    /// Number of nodes.
+    pub nodes: usize,
+    /// Region placement and delays.
+    pub regions: Regions,
+    /// The idemd binary.
+    pub idemd: PathBuf,
+    /// Directory for configs, data and logs (`<dir>/n1/...`).
+    pub dir: PathBuf,
+    /// Node timings.
+    pub timings: Timings,
+    /// Run nodes under libfaketime (needed for clock skew).
+    pub fake_clock: bool,
+    /// idemd log filter.
+    pub log_level: String,
+}
+
+/// A namespaced cluster: its network (torn down on drop) and its node processes.
+pub struct Cluster {
+    /// Names and addresses.
+    pub topology: Topology,
+    /// Region placement.
+    pub regions: Regions,
+    nodes: Vec<Mutex<NodeProcess>>,
+    guard: Mutex<NetnsGuard>,
+    dir: PathBuf,
+}
+
+impl Cluster {
+    /// Builds the network and writes the node configs; nodes are not started yet.
+    pub fn create(spec: &ClusterSpec) -> anyhow::Result<Cluster> {
+        if !(1..=9).contains(&spec.nodes) {
+            bail!("--nodes must be between 1 and 9 (3 or 5 for a real test)");
+        }
+        let topology = Topology::new(&spec.prefix, spec.nodes);
+        cleanup::claim_prefix(&spec.prefix)?;
+        let guard = NetnsGuard::new(&topology);
+        command::run_all(&topology.setup_commands()).context("building the test network")?;
+        if spec.regions.has_delay() {
+            apply_delays(&topology, &spec.regions)?;
+        }
+        let nodes = topology
+            .ids()
+            .map(|id| prepare_node(spec, &topology, id).map(Mutex::new))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Cluster {
+            topology,
+            regions: spec.regions.clone(),
+            nodes,
+            guard: Mutex::new(guard),
+            dir: spec.dir.clone(),
+        })
+    }
+
+    /// Moves the calling thread (and the threads it spawns later) into the hub namespace, where
+    /// only the cluster's addresses are reachable. Call it before building the async runtime.
+    pub fn enter_hub(&self) -> anyhow::Result<()> {
+        enter_netns(&self.topology.hub_ns())
+    }
+
+    /// Node ids, 1..=n.
+    pub fn ids(&self) -> Vec<usize> {
+        self.topology.ids().collect()
+    }
+
+    /// Locks node `id`'s process.
+    pub fn node(&self, id: usize) -> MutexGuard<'_, NodeProcess> {
+        self.nodes[id - 1]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts every node.
+    pub fn start_all(&self) -> anyhow::Result<()> {
+        for id in self.ids() {
+            self.node(id).start()?;
+        }
+        Ok(())
+    }
+
+    /// Ids of nodes whose process runs and is not paused.
+    pub fn live_nodes(&self) -> Vec<usize> {
+        self.ids()
+            .into_iter()
+            .filter(|&id| {
+                let mut n = self.node(id);
+                n.is_running() && !n.is_paused()
+            })
+            .collect()
+    }
+
+    /// A command run inside node `id`'s namespace.
+    pub fn in_node(&self, id: usize, cmd: Cmd) -> Cmd {
+        Cmd::in_netns(&self.topology.node_ns(id), cmd)
+    }
+
+    /// The directory of node `id` (config, data, log).
+    pub fn node_dir(&self, id: usize) -> PathBuf {
+        self.dir.join(Topology::node_name(id))
+    }
+
+    /// Stops every node (SIGTERM, then SIGKILL after `grace`).
+    pub fn stop_all(&self, grace: Duration) {
+        for id in self.ids() {
+            self.node(id).stop(grace);
+        }
+    }
+
+    /// Kills the nodes and deletes the namespaces now (also done on drop).
+    pub fn teardown(&self) {
+        for id in self.ids() {
+            let _ = self.node(id).kill();
+        }
+        self.guard
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .teardown();
+    }
+
+    /// Leaves the nodes and namespaces running and returns their description (`cluster up`).
+    pub fn detach(mut self) -> ClusterState {
+        let mut nodes = Vec::new();
+        self.guard
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .disarm();
+        for (i, node) in std::mem::take(&mut self.nodes).into_iter().enumerate() {
+            let id = i + 1;
+            let node = node.into_inner().unwrap_or_else(PoisonError::into_inner);
+            let log = node.log_path().to_path_buf();
+            nodes.push(NodeState {
+                id,
+                netns: self.topology.node_ns(id),
+                api_addr: self.topology.api_addr(id),
+                raft_addr: self.topology.raft_addr(id),
+                http_addr: self.topology.http_addr(id),
+                region: self.regions.region_name(id),
+                zone: self.regions.zone_name(id),
+                config: self.dir.join(Topology::node_name(id)).join("idemd.toml"),
+                log,
+                pid: node.detach(),
+            });
+        }
+        ClusterState {
+            prefix: self.topology.prefix.clone(),
+            hub_netns: self.topology.hub_ns(),
+            hub_ip: self.topology.hub_ip().to_string(),
+            nodes,
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for node in &self.nodes {
+            let _ = node.lock().unwrap_or_else(PoisonError::into_inner).kill();
+        }
+    }
+}
+
+/// Moves the calling thread into network namespace `ns`.
+pub fn enter_netns(ns: &str) -> anyhow::Result<()> {
+    let path = Path::new("/run/netns").join(ns);
+    let file = File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    rustix::thread::move_into_link_name_space(
+        file.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )
+    .with_context(|| format!("entering network namespace {ns}"))
+}
+
+fn apply_delays(topology: &Topology, regions: &Regions) -> anyhow::Result<()> {
+    if !tools::netem_available(&topology.node_ns(1)) {
+        bail!(
+            "--rtt needs tc netem, which this kernel lacks (CONFIG_NET_SCH_NETEM); run without --rtt, or on a kernel with netem"
+        );
+    }
+    for id in topology.ids() {
+        let cmds: Vec<Cmd> = regions
+            .netem_commands(topology, id)
+            .into_iter()
+            .map(|c| Cmd::in_netns(&topology.node_ns(id), c))
+            .collect();
+        command::run_all(&cmds)?;
+    }
+    Ok(())
+}
+
+fn prepare_node(spec: &ClusterSpec, topology: &Topology, id: usize) -> anyhow::Result<NodeProcess> {
+    let dir = spec.dir.join(Topology::node_name(id));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = dir.canonicalize()?;
+    let mut config =
+        NodeConfig::for_node(topology, &spec.regions, id, dir.join("data"), &spec.timings);
+    config.log_level = spec.log_level.clone();
+    let config_path = dir.join("idemd.toml");
+    std::fs::write(&config_path, config.to_toml())
+        .with_context(|| format!("writing {}", config_path.display()))?;
+    let clock = if spec.fake_clock {
+        let lib = clock::find_library().context("libfaketime not installed")?;
+        Some(FakeClock::create(&lib, &dir.join("faketime"))?)
+    } else {
+        None
+    };
+    Ok(NodeProcess::new(
+        id,
+        &topology.node_ns(id),
+        &spec.idemd,
+        &config_path,
+        &dir.join("idemd.log"),
+        clock,
+    ))
+}

@@ -1,0 +1,236 @@
+//! Runs a [`Schedule`] against a cluster and records each step in the history.
+//!
+//! Each fault is logged as a nemesis entry (`:process :nemesis`, `:type :info`) when it starts
+//! and when it is healed, with the `:f` names the analysis pairs into fault windows:
+//! `:start-partition`/`:stop-partition`, `:kill`/`:start`, `:pause`/`:resume`,
+//! `:clock-skew`/`:clock-reset`, `:remove-node`/`:add-node`. [`Nemesis::heal_all`] undoes
+//! every kind of fault on every node whatever the bookkeeping says, so it is safe after the
+//! schedule was interrupted halfway through a step.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use idem_client::Client;
+
+use super::partition::{self, Grudge};
+use super::{clock, kill, membership, pause, Fault, Planned, Schedule};
+use crate::cluster::{health, Cluster};
+use crate::history::{Recorder, Value};
+use crate::rng::Rng;
+
+/// What a started fault needs undone.
+#[derive(Debug, Clone)]
+enum Active {
+    Partition,
+    Killed(Vec<usize>),
+    Paused(Vec<usize>),
+    Skewed(Vec<usize>),
+    Removed(usize),
+}
+
+/// The fault injector of a test run.
+pub struct Nemesis {
+    cluster: Arc<Cluster>,
+    recorder: Arc<Recorder>,
+    admin: Client,
+    active: Mutex<BTreeMap<usize, Active>>,
+}
+
+enum Step {
+    Start(usize),
+    Heal(usize),
+}
+
+impl Nemesis {
+    /// A nemesis over `cluster`, recording into `recorder`.
+    pub fn new(cluster: Arc<Cluster>, recorder: Arc<Recorder>) -> anyhow::Result<Nemesis> {
+        let admin = health::admin_client(&cluster.topology)?;
+        Ok(Nemesis {
+            cluster,
+            recorder,
+            admin,
+            active: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// Runs the schedule, timed from `start`; returns when its last fault is healed.
+    pub async fn run(&self, schedule: &Schedule, start: Instant) {
+        let mut steps: Vec<(Duration, Step)> = Vec::new();
+        for (i, p) in schedule.faults.iter().enumerate() {
+            steps.push((p.at, Step::Start(i)));
+            steps.push((p.at + p.heal_after, Step::Heal(i)));
+        }
+        steps.sort_by_key(|(t, step)| (*t, matches!(step, Step::Start(_))));
+        for (t, step) in steps {
+            tokio::time::sleep_until((start + t).into()).await;
+            match step {
+                Step::Start(i) => self.start(i, &schedule.faults[i]).await,
+                Step::Heal(i) => self.heal(i).await,
+            }
+        }
+    }
+
+    fn log(&self, f: &str, value: impl Into<String>) {
+        let value = value.into();
+        eprintln!("nemesis: {f} {value}");
+        self.recorder.nemesis(f, Value::str(value));
+    }
+
+    async fn start(&self, index: usize, planned: &Planned) {
+        let mut rng = Rng::new(planned.seed);
+        let live = self.cluster.live_nodes();
+        let leader = health::leader(&self.admin, &self.cluster.topology, &live).await;
+        let cluster = Arc::clone(&self.cluster);
+        let fault = planned.fault.clone();
+        let result =
+            tokio::task::spawn_blocking(move || apply(&cluster, &fault, &mut rng, &live, leader))
+                .await;
+        match result {
+            Ok(Ok((active, f, description))) => {
+                self.log(f, format!("{}: {description}", planned.fault));
+                self.lock().insert(index, active);
+            }
+            Ok(Err(e)) => eprintln!("nemesis: {} failed: {e:#}", planned.fault),
+            Err(e) => eprintln!("nemesis: {} panicked: {e}", planned.fault),
+        }
+    }
+
+    async fn heal(&self, index: usize) {
+        let Some(active) = self.lock().remove(&index) else {
+            return;
+        };
+        let cluster = Arc::clone(&self.cluster);
+        let undo = active.clone();
+        let result = tokio::task::spawn_blocking(move || undo_fault(&cluster, &undo)).await;
+        match result {
+            Ok(Ok(f)) => self.log(f, describe_active(&active)),
+            Ok(Err(e)) => eprintln!("nemesis: healing {active:?} failed: {e:#}"),
+            Err(e) => eprintln!("nemesis: healing {active:?} panicked: {e}"),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, Active>> {
+        self.active.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Heals everything: flushes every node's firewall, resumes and restarts every node,
+    /// resets every clock. Logs an end entry for each fault still in force.
+    pub async fn heal_all(&self) {
+        let open: Vec<Active> = std::mem::take(&mut *self.lock()).into_values().collect();
+        let cluster = Arc::clone(&self.cluster);
+        let result = tokio::task::spawn_blocking(move || heal_everything(&cluster)).await;
+        if let Ok(Err(e)) | Err(e) = result.map_err(anyhow::Error::from) {
+            eprintln!("nemesis: final heal: {e:#}");
+        }
+        for active in open {
+            self.log(
+                end_f(&active),
+                format!("final heal: {}", describe_active(&active)),
+            );
+        }
+    }
+}
+
+fn apply(
+    cluster: &Cluster,
+    fault: &Fault,
+    rng: &mut Rng,
+    live: &[usize],
+    leader: Option<usize>,
+) -> anyhow::Result<(Active, &'static str, String)> {
+    match fault {
+        Fault::Partition(shape) => {
+            let grudge = shape.grudge(rng, &cluster.ids(), leader, &cluster.regions);
+            impose(cluster, &grudge)?;
+            Ok((
+                Active::Partition,
+                "start-partition",
+                partition::describe(&grudge),
+            ))
+        }
+        Fault::Kill(target) => {
+            let nodes = target.pick(rng, live, leader);
+            kill::kill(cluster, &nodes)?;
+            Ok((Active::Killed(nodes.clone()), "kill", names(&nodes)))
+        }
+        Fault::Pause(target) => {
+            let nodes = target.pick(rng, live, leader);
+            pause::pause(cluster, &nodes)?;
+            Ok((Active::Paused(nodes.clone()), "pause", names(&nodes)))
+        }
+        Fault::Clock { max_skew_ms } => {
+            let skews = clock::draw_skews(rng, live, *max_skew_ms);
+            clock::skew(cluster, &skews)?;
+            let text: Vec<String> = skews
+                .iter()
+                .map(|(n, ms)| format!("n{n} {ms:+}ms"))
+                .collect();
+            let nodes = skews.iter().map(|(n, _)| *n).collect();
+            Ok((Active::Skewed(nodes), "clock-skew", text.join(", ")))
+        }
+        Fault::Membership(target) => {
+            let node = target.pick(rng, live, leader).first().copied().unwrap_or(1);
+            membership::remove(cluster, node)?;
+            Ok((Active::Removed(node), "remove-node", names(&[node])))
+        }
+    }
+}
+
+fn impose(cluster: &Cluster, grudge: &Grudge) -> anyhow::Result<()> {
+    for (node, cmd) in partition::commands(&cluster.topology, grudge) {
+        cluster.in_node(node, cmd).run()?;
+    }
+    Ok(())
+}
+
+fn undo_fault(cluster: &Cluster, active: &Active) -> anyhow::Result<&'static str> {
+    match active {
+        Active::Partition => {
+            for id in cluster.ids() {
+                cluster.in_node(id, partition::heal_command()).run()?;
+            }
+        }
+        Active::Killed(nodes) => kill::restart(cluster, nodes)?,
+        Active::Paused(nodes) => pause::resume(cluster, nodes)?,
+        Active::Skewed(nodes) => clock::reset(cluster, nodes)?,
+        Active::Removed(node) => membership::add(cluster, *node)?,
+    }
+    Ok(end_f(active))
+}
+
+fn heal_everything(cluster: &Cluster) -> anyhow::Result<()> {
+    let ids = cluster.ids();
+    for &id in &ids {
+        cluster.in_node(id, partition::heal_command()).run_quietly();
+    }
+    pause::resume(cluster, &ids)?;
+    clock::reset(cluster, &ids)?;
+    kill::restart(cluster, &ids)
+}
+
+fn end_f(active: &Active) -> &'static str {
+    match active {
+        Active::Partition => "stop-partition",
+        Active::Killed(_) => "start",
+        Active::Paused(_) => "resume",
+        Active::Skewed(_) => "clock-reset",
+        Active::Removed(_) => "add-node",
+    }
+}
+
+fn describe_active(active: &Active) -> String {
+    match active {
+        Active::Partition => "all nodes".into(),
+        Active::Killed(n) | Active::Paused(n) | Active::Skewed(n) => names(n),
+        Active::Removed(n) => names(&[*n]),
+    }
+}
+
+fn names(nodes: &[usize]) -> String {
+    nodes
+        .iter()
+        .map(|n| format!("n{n}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

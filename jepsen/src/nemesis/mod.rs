@@ -1,0 +1,234 @@
+//! Nemeses: the faults injected while the workload runs.
+//!
+//! Every fault kind has its own file with the pure part (which nodes, which commands: unit
+//! tested) and the part that acts on a [`crate::cluster::Cluster`]:
+//!
+//! - [`partition`]: iptables DROP rules inside node namespaces — one node, the leader,
+//!   majority/minority halves, a bridge (two halves that both see one node), a whole region;
+//! - [`kill`]: SIGKILL one node, a minority or the leader, restart it at heal;
+//! - [`pause`]: SIGSTOP one node or the leader, SIGCONT at heal;
+//! - [`clock`]: move some nodes' realtime clocks through libfaketime, reset at heal;
+//! - [`membership`]: remove a node from the Raft group and add it back;
+//! - [`schedule`]: the seeded plan (every interval one fault, healed 2–6 s later);
+//! - [`driver`]: runs the plan against the cluster and records every step in the history.
+//!
+//! Faults of different kinds may overlap (a kill during a partition); a kind never overlaps
+//! itself, so each heal undoes exactly one fault.
+
+pub mod clock;
+pub mod driver;
+pub mod kill;
+pub mod membership;
+pub mod partition;
+pub mod pause;
+pub mod schedule;
+
+use std::fmt;
+
+use anyhow::bail;
+
+use crate::rng::Rng;
+
+pub use driver::Nemesis;
+pub use schedule::{Planned, Schedule};
+
+/// A family of faults, as named on the command line (`--nemesis partition,kill`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// Network partitions.
+    Partition,
+    /// kill -9 and restart.
+    Kill,
+    /// SIGSTOP / SIGCONT.
+    Pause,
+    /// Clock skew.
+    Clock,
+    /// Remove a node from the group and add it back.
+    Membership,
+}
+
+impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 5] = [
+        Kind::Partition,
+        Kind::Kill,
+        Kind::Pause,
+        Kind::Clock,
+        Kind::Membership,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Partition => "partition",
+            Kind::Kill => "kill",
+            Kind::Pause => "pause",
+            Kind::Clock => "clock",
+            Kind::Membership => "membership",
+        }
+    }
+
+    /// Parses `partition,kill,...` (`none` or empty: no nemesis; `all`: every kind).
+    pub fn parse_list(text: &str) -> anyhow::Result<Vec<Kind>> {
+        let mut kinds = Vec::new();
+        for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word {
+                "none" => {}
+                "all" => kinds.extend(Kind::ALL),
+                _ => match Kind::ALL.iter().find(|k| k.name() == word) {
+                    Some(k) => kinds.push(*k),
+                    None => bail!(
+                        "unknown nemesis {word:?}; expected partition, kill, pause, clock, membership, all or none"
+                    ),
+                },
+            }
+        }
+        kinds.sort();
+        kinds.dedup();
+        Ok(kinds)
+    }
+}
+
+/// Which nodes a process fault hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// One random node.
+    One,
+    /// A random minority (at least one node).
+    Minority,
+    /// The current leader (a random node when none is known).
+    Leader,
+}
+
+impl Target {
+    /// The name used in nemesis descriptions.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::One => "one",
+            Target::Minority => "minority",
+            Target::Leader => "leader",
+        }
+    }
+
+    /// Picks the nodes among `live` (`leader` when known).
+    pub fn pick(self, rng: &mut Rng, live: &[usize], leader: Option<usize>) -> Vec<usize> {
+        if live.is_empty() {
+            return Vec::new();
+        }
+        let shuffled = rng.shuffled(live);
+        match self {
+            Target::Leader => match leader.filter(|l| live.contains(l)) {
+                Some(l) => vec![l],
+                None => vec![shuffled[0]],
+            },
+            Target::One => vec![shuffled[0]],
+            Target::Minority => {
+                let n = ((live.len().max(1) - 1) / 2).max(1);
+                let mut v = shuffled[..n.min(live.len())].to_vec();
+                v.sort();
+                v
+            }
+        }
+    }
+}
+
+/// One fault, with the choices made when the schedule was drawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// A network partition of the given shape.
+    Partition(partition::Shape),
+    /// kill -9 of the target nodes, restarted at heal.
+    Kill(Target),
+    /// SIGSTOP of the target nodes, SIGCONT at heal.
+    Pause(Target),
+    /// Realtime clocks of some nodes moved by up to this many ms either way.
+    Clock {
+        /// Largest offset, in milliseconds.
+        max_skew_ms: u64,
+    },
+    /// The target node removed from the group, added back at heal.
+    Membership(Target),
+}
+
+impl Fault {
+    /// The kind of this fault.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Fault::Partition(_) => Kind::Partition,
+            Fault::Kill(_) => Kind::Kill,
+            Fault::Pause(_) => Kind::Pause,
+            Fault::Clock { .. } => Kind::Clock,
+            Fault::Membership(_) => Kind::Membership,
+        }
+    }
+
+    /// A random fault of `kind` that makes sense for `nodes` nodes in `regions` regions; `None`
+    /// when none does (a partition of a single node).
+    pub fn random(
+        kind: Kind,
+        rng: &mut Rng,
+        nodes: usize,
+        regions: usize,
+        max_skew_ms: u64,
+    ) -> Option<Fault> {
+        let choose = |rng: &mut Rng, options: &[Target]| options[rng.index(options.len())];
+        match kind {
+            Kind::Partition => {
+                let shapes = partition::Shape::possible(nodes, regions);
+                (!shapes.is_empty()).then(|| Fault::Partition(shapes[rng.index(shapes.len())]))
+            }
+            Kind::Kill => Some(Fault::Kill(choose(
+                rng,
+                &[Target::One, Target::Minority, Target::Leader],
+            ))),
+            Kind::Pause => Some(Fault::Pause(choose(rng, &[Target::One, Target::Leader]))),
+            Kind::Clock => Some(Fault::Clock { max_skew_ms }),
+            Kind::Membership => {
+                (nodes >= 3).then(|| Fault::Membership(choose(rng, &[Target::One, Target::Leader])))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::Partition(shape) => write!(f, "partition {}", shape.name()),
+            Fault::Kill(t) => write!(f, "kill {}", t.name()),
+            Fault::Pause(t) => write!(f, "pause {}", t.name()),
+            Fault::Clock { max_skew_ms } => write!(f, "clock ±{max_skew_ms}ms"),
+            Fault::Membership(t) => write!(f, "membership {}", t.name()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_kind_lists() {
+        assert_eq!(
+            Kind::parse_list("kill, partition,kill").unwrap(),
+            [Kind::Partition, Kind::Kill]
+        );
+        assert_eq!(Kind::parse_list("none").unwrap(), []);
+        assert_eq!(Kind::parse_list("all").unwrap().len(), 5);
+        assert!(Kind::parse_list("flood").is_err());
+    }
+
+    #[test]
+    fn targets_pick_from_live_nodes() {
+        let mut rng = Rng::new(3);
+        assert_eq!(Target::Leader.pick(&mut rng, &[1, 2, 3], Some(2)), [2]);
+        assert_eq!(
+            Target::Minority
+                .pick(&mut rng, &[1, 2, 3, 4, 5], None)
+                .len(),
+            2
+        );
+        assert_eq!(Target::Minority.pick(&mut rng, &[1, 2, 3], None).len(), 1);
+        assert_eq!(Target::One.pick(&mut rng, &[4], None), [4]);
+        assert!(Target::One.pick(&mut rng, &[], None).is_empty());
+    }
+}

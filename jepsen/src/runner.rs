@@ -1,0 +1,295 @@
+//! The `test` subcommand: one complete Jepsen-style run.
+//!
+//! 1. Check root and system tools; draw the nemesis schedule from the seed.
+//! 2. Build the namespaced cluster, move the harness into the hub namespace, start the ledger
+//!    service and the nodes, wait for health and a leader.
+//! 3. Run the workload's workers and the nemesis for `--time-limit`.
+//! 4. Heal everything, wait for the cluster to recover, read every key through it.
+//! 5. Stop the nodes, tear the network down, check the history against the ledger, and write
+//!    `store/<run>/`: `history.edn`, `history.json`, `ledger.edn`, `results.json`,
+//!    `results.edn`, `latency.png`, `rate.png`, `schedule.txt`, `nodes/n*/idemd.log`.
+//!
+//! The verdict is the exit status: 0 valid, 1 invalid, 2 the test could not run, 130
+//! interrupted. Namespaces and processes are removed on every path: normal end, error, panic
+//! (the cluster's drop guard) and SIGINT/SIGTERM.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+
+use crate::cluster::config::Timings;
+use crate::cluster::regions::Regions;
+use crate::cluster::{health, tools, Cluster, ClusterSpec};
+use crate::history::Recorder;
+use crate::ledger::Ledger;
+use crate::ledger_service::{LedgerClient, LedgerService};
+use crate::nemesis::{self, membership, Nemesis, Schedule};
+use crate::workload::worker::{final_reads, FinalReads};
+use crate::workload::{self, KeyPool, Shared, Worker};
+use crate::{check_all, plot, History, Results};
+
+/// Everything `idem-jepsen test` takes.
+#[derive(Debug, Clone)]
+pub struct TestOptions {
+    /// Number of nodes.
+    pub nodes: usize,
+    /// Number of regions.
+    pub regions: usize,
+    /// RTTs between regions (empty: none).
+    pub rtts: Vec<Duration>,
+    /// Length of the workload.
+    pub time_limit: Duration,
+    /// Enabled nemesis kinds.
+    pub nemesis: Vec<nemesis::Kind>,
+    /// Time between fault starts.
+    pub interval: Duration,
+    /// Shortest and longest fault.
+    pub heal: (Duration, Duration),
+    /// Largest clock offset of the clock nemesis.
+    pub max_skew: Duration,
+    /// The workload.
+    pub workload: workload::Kind,
+    /// The seed of every random choice.
+    pub seed: u64,
+    /// Number of workers.
+    pub concurrency: u64,
+    /// Keys in use at once.
+    pub keys_active: u64,
+    /// Attempts before the key window moves.
+    pub attempts_per_key: u64,
+    /// The idemd binary (default: next to this executable).
+    pub idemd: Option<PathBuf>,
+    /// Base directory of runs (`store`).
+    pub store: PathBuf,
+    /// Namespace prefix.
+    pub prefix: String,
+    /// Keep the nodes' data directories.
+    pub keep_data: bool,
+    /// idemd log filter.
+    pub log_level: String,
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The run's directory.
+    pub dir: PathBuf,
+    /// The checkers' results (`None` when interrupted).
+    pub results: Option<Results>,
+}
+
+/// What the async part hands back.
+struct Collected {
+    ledger: Ledger,
+    reads: FinalReads,
+}
+
+/// Runs one test.
+pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
+    tools::require_root()?;
+    if options.nemesis.contains(&nemesis::Kind::Membership) && !membership::supported() {
+        bail!("{}", membership::UNSUPPORTED);
+    }
+    let fake_clock = options.nemesis.contains(&nemesis::Kind::Clock);
+    tools::ensure_tools(tools::Needs {
+        faketime: fake_clock,
+    })?;
+    let idemd = tools::locate_idemd(options.idemd.as_deref())?;
+    let regions = Regions::new(options.nodes, options.regions, &options.rtts)?;
+    let dir = run_dir(&options.store, options.workload.name(), options.seed)?;
+    let schedule = Schedule::generate(&schedule_options(options));
+    std::fs::write(dir.join("schedule.txt"), schedule.describe())?;
+    eprintln!(
+        "run: {}\nnemesis schedule:\n{}",
+        dir.display(),
+        schedule.describe()
+    );
+
+    let spec = ClusterSpec {
+        prefix: options.prefix.clone(),
+        nodes: options.nodes,
+        regions,
+        idemd,
+        dir: dir.join("nodes"),
+        timings: Timings::default(),
+        fake_clock,
+        log_level: options.log_level.clone(),
+    };
+    let cluster = Arc::new(Cluster::create(&spec)?);
+    cluster.enter_hub()?;
+    let recorder = Arc::new(Recorder::create_file(&dir.join("history.edn"))?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let body = run_body(
+        options,
+        Arc::clone(&cluster),
+        Arc::clone(&recorder),
+        schedule,
+    );
+    let collected = runtime.block_on(async {
+        tokio::select! {
+            r = body => r.map(Some),
+            s = interrupted() => { eprintln!("interrupted by {s}: cleaning up"); Ok(None) }
+        }
+    });
+    cluster.stop_all(Duration::from_secs(2));
+    cluster.teardown();
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    drop(cluster);
+    let history = finish_history(recorder, &dir)?;
+    if !options.keep_data {
+        remove_data_dirs(&dir.join("nodes"));
+    }
+    let Some(collected) = collected? else {
+        return Ok(Outcome { dir, results: None });
+    };
+    let results = analyse(&dir, &history, &collected)?;
+    Ok(Outcome {
+        dir,
+        results: Some(results),
+    })
+}
+
+fn schedule_options(options: &TestOptions) -> nemesis::schedule::Options {
+    nemesis::schedule::Options {
+        seed: options.seed,
+        kinds: options.nemesis.clone(),
+        interval: options.interval,
+        time_limit: options.time_limit,
+        nodes: options.nodes,
+        regions: options.regions,
+        max_skew: options.max_skew,
+        heal_min: options.heal.0,
+        heal_max: options.heal.1,
+    }
+}
+
+async fn run_body(
+    options: &TestOptions,
+    cluster: Arc<Cluster>,
+    recorder: Arc<Recorder>,
+    schedule: Schedule,
+) -> anyhow::Result<Collected> {
+    let topology = cluster.topology.clone();
+    let ledger = LedgerService::start(&topology.ledger_addr(), Arc::clone(&recorder)).await?;
+    cluster.start_all()?;
+    let admin = health::admin_client(&topology)?;
+    let all = cluster.ids();
+    health::wait_healthy(&topology, &all, Duration::from_secs(60)).await?;
+    let leader = health::wait_leader(&admin, &topology, &all, Duration::from_secs(60)).await?;
+    eprintln!("cluster up: {} node(s), leader n{leader}", all.len());
+
+    let start = Instant::now();
+    let endpoints: Vec<String> = all.iter().map(|&i| topology.api_addr(i)).collect();
+    let shared = Arc::new(Shared {
+        recorder: Arc::clone(&recorder),
+        keys: KeyPool::new(options.keys_active, options.attempts_per_key),
+        ledger: LedgerClient::new(ledger.addr(), Duration::from_secs(5)),
+        behaviour: options.workload.behaviour(),
+        endpoints: endpoints.clone(),
+        concurrency: options.concurrency,
+        deadline: start + options.time_limit,
+        seed: options.seed,
+    });
+    let nemesis = Arc::new(Nemesis::new(Arc::clone(&cluster), Arc::clone(&recorder))?);
+    let nemesis_task = {
+        let nemesis = Arc::clone(&nemesis);
+        tokio::spawn(async move { nemesis.run(&schedule, start).await })
+    };
+    let mut workers = Vec::new();
+    for i in 0..options.concurrency {
+        let worker = Worker::new(i, Arc::clone(&shared))?;
+        workers.push(tokio::spawn(worker.run()));
+    }
+    for w in workers {
+        let _ = w.await;
+    }
+    eprintln!(
+        "workload done after {:.1}s; healing",
+        start.elapsed().as_secs_f64()
+    );
+    nemesis_task.abort();
+    let _ = nemesis_task.await;
+    nemesis.heal_all().await;
+    health::wait_healthy(&topology, &all, Duration::from_secs(60)).await?;
+    health::wait_leader(&admin, &topology, &all, Duration::from_secs(60)).await?;
+    let keys = shared.keys.used();
+    eprintln!("cluster recovered; final reads of {} keys", keys.len());
+    let first_process = options.concurrency * 1_000_000;
+    let reads = final_reads(&endpoints, &recorder, &keys, first_process).await?;
+    Ok(Collected {
+        ledger: ledger.stop(),
+        reads,
+    })
+}
+
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+    }
+}
+
+fn finish_history(recorder: Arc<Recorder>, dir: &Path) -> anyhow::Result<History> {
+    let history = match Arc::try_unwrap(recorder) {
+        Ok(recorder) => recorder.finish()?,
+        Err(shared) => {
+            let history = shared.snapshot();
+            history.write_edn(&dir.join("history.edn"))?;
+            history
+        }
+    };
+    history.write_json(&dir.join("history.json"))?;
+    Ok(history)
+}
+
+fn analyse(dir: &Path, history: &History, collected: &Collected) -> anyhow::Result<Results> {
+    collected.ledger.write_edn(&dir.join("ledger.edn"))?;
+    let results = check_all(history, Some(&collected.ledger));
+    results.write(dir)?;
+    if let Err(e) = plot::write_plots(history, dir) {
+        eprintln!("plots: {e}");
+    }
+    if !collected.reads.unread.is_empty() {
+        eprintln!(
+            "warning: final reads failed for {} key(s): {:?}",
+            collected.reads.unread.len(),
+            collected.reads.unread
+        );
+    }
+    Ok(results)
+}
+
+/// Creates `store/<timestamp>-<workload>-<seed>/` and points `store/latest` at it.
+pub fn run_dir(store: &Path, workload: &str, seed: u64) -> anyhow::Result<PathBuf> {
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace(['-', ':'], "");
+    let name = format!("{stamp}-{workload}-{seed}");
+    let dir = store.join(&name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let latest = store.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    let _ = std::os::unix::fs::symlink(&name, &latest);
+    Ok(dir)
+}
+
+fn remove_data_dirs(nodes: &Path) {
+    let Ok(entries) = std::fs::read_dir(nodes) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let _ = std::fs::remove_dir_all(entry.path().join("data"));
+    }
+}

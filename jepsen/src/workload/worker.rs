@@ -1,0 +1,277 @@
+//! The worker protocol, one attempt at a time.
+//!
+//! ```text
+//! claim(key, body) ── ACQUIRED / TAKEN_OVER(fence) ──> call(key, fence)      [CALLING]
+//!                  │                                    │ STALE_FENCE: stop
+//!                  │                                    v
+//!                  │               previous stage CALLING? ask the ledger: executed?
+//!                  │                                    v
+//!                  │                   ledger.execute(key, operation_id, fence)   (unless done)
+//!                  │                                    v
+//!                  │                       complete(key, fence, result)
+//!                  ├── IN_PROGRESS: back off briefly
+//!                  └── COMPLETED / FAILED / mismatch: maybe read the key
+//! ```
+//!
+//! As in Jepsen, a process whose operation ended `:info` (outcome unknown) is considered
+//! crashed: the worker abandons the attempt and continues as a new process number (its old
+//! number plus the concurrency) with a fresh client. The abandoned key is left to the lease:
+//! another worker takes it over, exactly the situation idem exists for.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idem_client::{ClaimOutcome, Client, ClientOptions, RetryPolicy};
+use idem_core::Stage;
+
+use super::store::{Completion, Store};
+use super::{Behaviour, KeyPool, StallPoint};
+use crate::history::Recorder;
+use crate::ledger_service::LedgerClient;
+use crate::rng::Rng;
+
+/// What all workers of a test share.
+pub struct Shared {
+    /// The history.
+    pub recorder: Arc<Recorder>,
+    /// The key window.
+    pub keys: KeyPool,
+    /// The ledger service.
+    pub ledger: LedgerClient,
+    /// Workload knobs.
+    pub behaviour: Behaviour,
+    /// Every node's API address.
+    pub endpoints: Vec<String>,
+    /// Number of workers (the step between a worker's process numbers).
+    pub concurrency: u64,
+    /// No attempt starts after this instant.
+    pub deadline: Instant,
+    /// The run's seed.
+    pub seed: u64,
+}
+
+/// Client settings for workers: short timeouts, a few retries of the same request.
+pub fn client_options() -> ClientOptions {
+    ClientOptions {
+        connect_timeout: Duration::from_secs(1),
+        request_timeout: Duration::from_secs(4),
+        keep_alive_interval: Duration::from_secs(5),
+        keep_alive_timeout: Duration::from_secs(2),
+        retry: RetryPolicy {
+            max_attempts: 3,
+            initial_backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_millis(500),
+            total_budget: Duration::from_secs(6),
+        },
+    }
+}
+
+/// A client bound to every node, starting with node `first` (0-based) so that workers spread
+/// over the nodes.
+pub fn client_for(endpoints: &[String], first: usize) -> anyhow::Result<Client> {
+    let mut rotated = endpoints.to_vec();
+    rotated.rotate_left(first % endpoints.len().max(1));
+    Ok(Client::connect(rotated, client_options())?)
+}
+
+/// One worker: a sequence of client processes.
+pub struct Worker {
+    index: u64,
+    process: u64,
+    rng: Rng,
+    shared: Arc<Shared>,
+    store: Store,
+}
+
+enum Next {
+    /// Go on with the next attempt.
+    Continue,
+    /// The store refused or was unreachable: wait a little first.
+    Backoff,
+    /// Outcome unknown: continue as a new process.
+    Retire,
+}
+
+impl Worker {
+    /// Worker number `index` (its first process number).
+    pub fn new(index: u64, shared: Arc<Shared>) -> anyhow::Result<Worker> {
+        let client = client_for(&shared.endpoints, index as usize)?;
+        Ok(Worker {
+            index,
+            process: index,
+            rng: Rng::stream(shared.seed, index + 1),
+            store: Store::new(client, Arc::clone(&shared.recorder)),
+            shared,
+        })
+    }
+
+    /// Runs attempts until the deadline.
+    pub async fn run(mut self) {
+        while Instant::now() < self.shared.deadline {
+            let key = self.shared.keys.next(&mut self.rng);
+            let pause = match self.attempt(&key).await {
+                Next::Continue => self.rng.between(5, 40),
+                Next::Backoff => self.rng.between(100, 300),
+                Next::Retire => {
+                    self.retire();
+                    self.rng.between(100, 300)
+                }
+            };
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+        }
+    }
+
+    fn retire(&mut self) {
+        self.process += self.shared.concurrency;
+        let first = (self.index + self.process) as usize;
+        if let Ok(client) = client_for(&self.shared.endpoints, first) {
+            self.store = Store::new(client, Arc::clone(&self.shared.recorder));
+        }
+    }
+
+    async fn attempt(&mut self, key: &str) -> Next {
+        let body = self.shared.behaviour.body(&mut self.rng);
+        let lease = self.shared.behaviour.lease;
+        let claim = match self.store.claim(self.process, key, &body, lease).await {
+            Completion::Ok(claim) => claim,
+            Completion::Fail(_) => return Next::Backoff,
+            Completion::Info(_) => return Next::Retire,
+        };
+        let operation_id = claim.operation_id.to_string();
+        match claim.outcome {
+            ClaimOutcome::Acquired { fence, .. } => self.own(key, &operation_id, fence, None).await,
+            ClaimOutcome::TakenOver {
+                fence,
+                previous_stage,
+                ..
+            } => {
+                let check_first = previous_stage.is_none_or(|s| s == Stage::Calling);
+                self.own(key, &operation_id, fence, Some(check_first)).await
+            }
+            ClaimOutcome::InProgress { retry_after, .. } => {
+                let wait = retry_after.clamp(Duration::from_millis(20), Duration::from_millis(300));
+                tokio::time::sleep(wait).await;
+                Next::Continue
+            }
+            _ => self.maybe_read(key).await,
+        }
+    }
+
+    async fn maybe_read(&mut self, key: &str) -> Next {
+        if !self.rng.chance(self.shared.behaviour.read_chance) {
+            return Next::Continue;
+        }
+        match self.store.read(self.process, key).await {
+            Completion::Ok(_) => Next::Continue,
+            Completion::Fail(_) => Next::Backoff,
+            Completion::Info(_) => Next::Retire,
+        }
+    }
+
+    /// The owner's part; `taken_over` is `Some(check_ledger_first)` after a takeover.
+    async fn own(
+        &mut self,
+        key: &str,
+        operation_id: &str,
+        fence: u64,
+        taken_over: Option<bool>,
+    ) -> Next {
+        let stall = self.shared.behaviour.stall(&mut self.rng);
+        self.stall_at(stall, StallPoint::BeforeCall).await;
+        match self.store.call(self.process, key, fence).await {
+            Completion::Ok(()) => {}
+            Completion::Fail(_) => return Next::Backoff,
+            Completion::Info(_) => return Next::Retire,
+        }
+        let already = match taken_over {
+            Some(true) => match self.shared.ledger.executed(operation_id).await {
+                Ok(done) => done,
+                Err(e) => {
+                    eprintln!("worker {}: ledger query failed: {e:#}", self.index);
+                    return Next::Continue;
+                }
+            },
+            _ => false,
+        };
+        if !already {
+            let executed = self
+                .shared
+                .ledger
+                .execute(key, operation_id, Some(fence), self.process)
+                .await;
+            if let Err(e) = executed {
+                // The downstream may or may not have executed: leave the key to a takeover.
+                eprintln!("worker {}: ledger call failed: {e:#}", self.index);
+                return Next::Continue;
+            }
+        }
+        self.stall_at(stall, StallPoint::BeforeComplete).await;
+        let resource = format!("p{}-f{fence}", self.process);
+        match self
+            .store
+            .complete(self.process, key, fence, &resource)
+            .await
+        {
+            Completion::Ok(()) => Next::Continue,
+            Completion::Fail(_) => Next::Backoff,
+            Completion::Info(_) => Next::Retire,
+        }
+    }
+
+    async fn stall_at(&self, stall: Option<(StallPoint, Duration)>, here: StallPoint) {
+        if let Some((point, duration)) = stall {
+            if point == here {
+                tokio::time::sleep(duration).await;
+            }
+        }
+    }
+}
+
+/// Reads every key once through a healthy cluster (after the final heal), so the
+/// acknowledged checker sees any loss. Unknown outcomes are retried a few times under new
+/// process numbers starting at `first_process`.
+pub async fn final_reads(
+    endpoints: &[String],
+    recorder: &Arc<Recorder>,
+    keys: &[String],
+    first_process: u64,
+) -> anyhow::Result<FinalReads> {
+    let mut process = first_process;
+    let mut store = Store::new(client_for(endpoints, 0)?, Arc::clone(recorder));
+    let mut summary = FinalReads::default();
+    for key in keys {
+        let mut done = false;
+        for _ in 0..5 {
+            match store.read(process, key).await {
+                Completion::Ok(_) => {
+                    done = true;
+                    break;
+                }
+                Completion::Fail(_) => {}
+                Completion::Info(_) => {
+                    process += 1;
+                    store = Store::new(
+                        client_for(endpoints, process as usize)?,
+                        Arc::clone(recorder),
+                    );
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        if done {
+            summary.read += 1;
+        } else {
+            summary.unread.push(key.clone());
+        }
+    }
+    Ok(summary)
+}
+
+/// What the final reads achieved.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FinalReads {
+    /// Keys read successfully.
+    pub read: usize,
+    /// Keys no read succeeded for.
+    pub unread: Vec<String>,
+}
