@@ -91,7 +91,7 @@ impl Nemesis {
                 self.log(f, format!("{}: {description}", planned.fault));
                 self.lock().insert(index, active);
             }
-            Ok(Err(e)) => eprintln!("nemesis: {} failed: {e:#}", planned.fault),
+            Ok(Err(e)) => eprintln!("nemesis: {}: {e:#}", planned.fault),
             Err(e) => eprintln!("nemesis: {} panicked: {e}", planned.fault),
         }
     }
@@ -139,6 +139,13 @@ fn apply(
     live: &[usize],
     leader: Option<usize>,
 ) -> anyhow::Result<(Active, &'static str, String)> {
+    let needs_live = matches!(
+        fault,
+        Fault::Kill(_) | Fault::Pause(_) | Fault::Membership(_)
+    );
+    if needs_live && live.is_empty() {
+        anyhow::bail!("no live node to act on (all killed or paused); skipped");
+    }
     match fault {
         Fault::Partition(shape) => {
             let grudge = shape.grudge(rng, &cluster.ids(), leader, &cluster.regions);
@@ -160,7 +167,8 @@ fn apply(
             Ok((Active::Paused(nodes.clone()), "pause", names(&nodes)))
         }
         Fault::Clock { max_skew_ms } => {
-            let skews = clock::draw_skews(rng, live, *max_skew_ms);
+            // Down nodes too: a restarted node comes back with the skewed clock.
+            let skews = clock::draw_skews(rng, &cluster.ids(), *max_skew_ms);
             clock::skew(cluster, &skews)?;
             let text: Vec<String> = skews
                 .iter()
