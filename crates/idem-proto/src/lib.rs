@@ -8,6 +8,8 @@
 //!   `idem.v1.Admin` services (e.g. [`v1::idempotency_client::IdempotencyClient`],
 //!   [`v1::admin_server::AdminServer`]).
 //! - [`FILE_DESCRIPTOR_SET`]: the encoded descriptors, for gRPC server reflection.
+//! - [`raft_v1`]: the internal node-to-node Raft transport (`idem.raft.v1`, used by
+//!   `idem-raft`); not part of the public API, so not in [`FILE_DESCRIPTOR_SET`].
 //! - [`reason`]: the machine-readable error reasons and the metadata keys that carry them.
 //! - [`status`]: building and reading a [`tonic::Status`] that carries a reason both as
 //!   `google.rpc.ErrorInfo` and as plain metadata, so that the server has one way to
@@ -32,6 +34,15 @@ pub mod v1 {
             )
         }
     }
+}
+
+/// Generated code of package `idem.raft.v1`: the node-to-node Raft transport
+/// (`proto/idem/v1/raft.proto`). Internal: only idem nodes speak it, on their Raft address.
+///
+/// Its `bytes` fields are [`prost::bytes::Bytes`], so snapshot chunks are zero-copy slices.
+pub mod raft_v1 {
+    #![allow(missing_docs)]
+    tonic::include_proto!("idem.raft.v1");
 }
 
 /// The encoded `google.protobuf.FileDescriptorSet` of `idem.v1` (both services and
@@ -370,6 +381,19 @@ mod tests {
         ] {
             assert!(rpcs.iter().any(|r| r == rpc), "missing rpc {rpc}");
         }
+    }
+
+    #[test]
+    fn descriptor_set_is_public_only() {
+        let set = prost_types::FileDescriptorSet::decode(FILE_DESCRIPTOR_SET).unwrap();
+        assert!(
+            set.file
+                .iter()
+                .all(|f| f.package() == "idem.v1" || f.package().starts_with("google.")),
+            "the internal raft transport must not be advertised"
+        );
+        // The Raft transport exists as its own package.
+        let _ = super::raft_v1::RaftRequest::default();
     }
 
     #[test]
