@@ -110,6 +110,22 @@ enum ClusterCommand {
         #[arg(long)]
         dir: PathBuf,
     },
+    /// Serve the delay proxies of a cluster (started by `up` on kernels without netem).
+    #[command(hide = true)]
+    Proxies {
+        /// Namespace prefix.
+        #[arg(long)]
+        prefix: String,
+        /// Number of nodes.
+        #[arg(long)]
+        nodes: usize,
+        /// Number of regions.
+        #[arg(long)]
+        regions: usize,
+        /// RTTs, as for `up`.
+        #[arg(long, default_value = "")]
+        rtt: String,
+    },
     /// Run a command in a namespace of the cluster: `hub` (reaches every node) or `n1`..
     Exec {
         /// The cluster's directory.
@@ -258,6 +274,15 @@ fn cluster(command: ClusterCommand) -> anyhow::Result<ExitCode> {
         ClusterCommand::Down { dir } => {
             let removed = manage::down(&dir)?;
             eprintln!("removed {removed} namespace(s)");
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Proxies {
+            prefix,
+            nodes,
+            regions,
+            rtt,
+        } => {
+            manage::serve_proxies(&prefix, nodes, regions, &parse_rtts(&rtt)?)?;
             Ok(ExitCode::SUCCESS)
         }
         ClusterCommand::Exec { dir, node, command } => {

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 
 use crate::cluster::config::Timings;
+use crate::cluster::delay::DelayProxies;
 use crate::cluster::regions::Regions;
-use crate::cluster::{health, tools, Cluster, ClusterSpec};
+use crate::cluster::{health, tools, Cluster, ClusterSpec, DelayMode};
 use crate::history::Recorder;
 use crate::ledger::Ledger;
 use crate::ledger_service::{LedgerClient, LedgerService};
@@ -176,6 +177,10 @@ async fn run_body(
 ) -> anyhow::Result<Collected> {
     let topology = cluster.topology.clone();
     let ledger = LedgerService::start(&topology.ledger_addr(), Arc::clone(&recorder)).await?;
+    let _proxies = match cluster.delay_mode {
+        DelayMode::Proxy => Some(DelayProxies::start(&topology, &cluster.regions).await?),
+        DelayMode::None | DelayMode::Netem => None,
+    };
     cluster.start_all()?;
     let admin = health::admin_client(&topology)?;
     let all = cluster.ids();

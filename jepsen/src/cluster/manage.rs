@@ -15,7 +15,7 @@ use anyhow::Context as _;
 use super::config::Timings;
 use super::regions::Regions;
 use super::state::ClusterState;
-use super::{cleanup, health, tools, Cluster, ClusterSpec};
+use super::{cleanup, delay, health, tools, Cluster, ClusterSpec, DelayMode};
 
 /// What `cluster up` builds.
 #[derive(Debug, Clone)]
@@ -60,6 +60,10 @@ pub fn up(options: &UpOptions) -> anyhow::Result<ClusterState> {
     };
     let cluster = Cluster::create(&spec)?;
     cluster.enter_hub()?;
+    let proxy_pid = match cluster.delay_mode {
+        DelayMode::Proxy => Some(spawn_proxies(options, &dir)?),
+        DelayMode::None | DelayMode::Netem => None,
+    };
     cluster.start_all()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -72,9 +76,72 @@ pub fn up(options: &UpOptions) -> anyhow::Result<ClusterState> {
         anyhow::Ok(())
     })?;
     drop(runtime);
-    let state = cluster.detach();
+    let mut state = cluster.detach();
+    state.proxy_pid = proxy_pid;
     state.write(&dir)?;
     Ok(state)
+}
+
+/// Starts `idem-jepsen cluster proxies ...` in the background (it lives in the hub
+/// namespace, so `down` ends it with the nodes).
+fn spawn_proxies(options: &UpOptions, dir: &Path) -> anyhow::Result<u32> {
+    let log = std::fs::File::create(dir.join("proxies.log"))?;
+    let rtts: Vec<String> = options
+        .rtts
+        .iter()
+        .map(|d| format!("{}us", d.as_micros()))
+        .collect();
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.args(["cluster", "proxies", "--prefix", &options.prefix])
+        .args(["--nodes", &options.nodes.to_string()])
+        .args(["--regions", &options.regions.to_string()])
+        .args(["--rtt", &rtts.join(",")])
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let child = cmd.spawn().context("starting the delay proxies")?;
+    let topology = super::netns::Topology::new(&options.prefix, options.nodes);
+    let regions = Regions::new(options.nodes, options.regions, &options.rtts)?;
+    let first = delay::routes(&topology, &regions)
+        .first()
+        .map(|r| r.proxy_port);
+    if let Some(port) = first {
+        let addr = std::net::SocketAddr::from((topology.hub_ip(), port));
+        let ready = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+        });
+        anyhow::ensure!(
+            ready,
+            "delay proxies did not start (see {}/proxies.log)",
+            dir.display()
+        );
+    }
+    Ok(child.id())
+}
+
+/// Serves the delay proxies of the cluster `prefix` until killed (`cluster proxies`, started
+/// by `up` when the kernel has no netem).
+pub fn serve_proxies(
+    prefix: &str,
+    nodes: usize,
+    regions: usize,
+    rtts: &[Duration],
+) -> anyhow::Result<()> {
+    let topology = super::netns::Topology::new(prefix, nodes);
+    let regions = Regions::new(nodes, regions, rtts)?;
+    super::enter_netns(&topology.hub_ns())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let proxies = delay::DelayProxies::start(&topology, &regions).await?;
+        eprintln!("delay proxies: {} listeners", proxies.len());
+        std::future::pending::<()>().await;
+        anyhow::Ok(())
+    })
 }
 
 /// Stops the cluster described in `<dir>/cluster.json` and removes its namespaces.

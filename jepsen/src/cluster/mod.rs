@@ -6,6 +6,7 @@
 //!
 //! - [`netns`]: names, addresses and the commands that build the network;
 //! - [`regions`]: placement into regions and netem delays between them;
+//! - [`delay`]: the same delays through user-space proxies, for kernels without netem;
 //! - [`config`]: one TOML file per node;
 //! - [`node`]: an idemd process (start, kill -9, pause, restart);
 //! - [`clock`]: per-node clock offsets through libfaketime;
@@ -21,6 +22,7 @@ pub mod cleanup;
 pub mod clock;
 pub mod command;
 pub mod config;
+pub mod delay;
 pub mod health;
 pub mod manage;
 pub mod netns;
@@ -73,6 +75,9 @@ pub struct Cluster {
     pub topology: Topology,
     /// Region placement.
     pub regions: Regions,
+    /// How region latency is produced ([`DelayMode::Proxy`]: start [`delay::DelayProxies`]
+    /// on the hub before the nodes).
+    pub delay_mode: DelayMode,
     nodes: Vec<Mutex<NodeProcess>>,
     guard: Mutex<NetnsGuard>,
     dir: PathBuf,
@@ -88,9 +93,11 @@ impl Cluster {
         cleanup::claim_prefix(&spec.prefix)?;
         let guard = NetnsGuard::new(&topology);
         command::run_all(&topology.setup_commands()).context("building the test network")?;
-        if spec.regions.has_delay() {
-            apply_delays(&topology, &spec.regions)?;
-        }
+        let delay_mode = if spec.regions.has_delay() {
+            apply_delays(&topology, &spec.regions)?
+        } else {
+            DelayMode::None
+        };
         let nodes = topology
             .ids()
             .map(|id| prepare_node(spec, &topology, id).map(Mutex::new))
@@ -98,6 +105,7 @@ impl Cluster {
         Ok(Cluster {
             topology,
             regions: spec.regions.clone(),
+            delay_mode,
             nodes,
             guard: Mutex::new(guard),
             dir: spec.dir.clone(),
@@ -198,6 +206,7 @@ impl Cluster {
             hub_netns: self.topology.hub_ns(),
             hub_ip: self.topology.hub_ip().to_string(),
             nodes,
+            proxy_pid: None,
         }
     }
 }
@@ -221,21 +230,37 @@ pub fn enter_netns(ns: &str) -> anyhow::Result<()> {
     .with_context(|| format!("entering network namespace {ns}"))
 }
 
-fn apply_delays(topology: &Topology, regions: &Regions) -> anyhow::Result<()> {
-    if !tools::netem_available(&topology.node_ns(1)) {
-        bail!(
-            "--rtt needs tc netem, which this kernel lacks (CONFIG_NET_SCH_NETEM); run without --rtt, or on a kernel with netem"
-        );
-    }
+/// How region latency is produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DelayMode {
+    /// No latency configured.
+    None,
+    /// `tc netem` on each node's veth.
+    Netem,
+    /// DNAT to delaying proxies on the hub ([`delay`]); the proxies must be running.
+    Proxy,
+}
+
+/// Installs the region delays: netem when the kernel has it, else DNAT to delay proxies.
+fn apply_delays(topology: &Topology, regions: &Regions) -> anyhow::Result<DelayMode> {
+    let netem = tools::netem_available(&topology.node_ns(1));
     for id in topology.ids() {
-        let cmds: Vec<Cmd> = regions
-            .netem_commands(topology, id)
+        let rules = if netem {
+            regions.netem_commands(topology, id)
+        } else {
+            delay::dnat_commands(topology, regions, id)
+        };
+        let cmds: Vec<Cmd> = rules
             .into_iter()
             .map(|c| Cmd::in_netns(&topology.node_ns(id), c))
             .collect();
         command::run_all(&cmds)?;
     }
-    Ok(())
+    Ok(if netem {
+        DelayMode::Netem
+    } else {
+        DelayMode::Proxy
+    })
 }
 
 fn prepare_node(spec: &ClusterSpec, topology: &Topology, id: usize) -> anyhow::Result<NodeProcess> {

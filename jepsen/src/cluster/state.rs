@@ -43,6 +43,9 @@ pub struct ClusterState {
     pub hub_ip: String,
     /// The nodes.
     pub nodes: Vec<NodeState>,
+    /// The delay proxies' process, when region latency runs through them (no netem).
+    #[serde(default)]
+    pub proxy_pid: Option<u32>,
 }
 
 impl ClusterState {
@@ -102,6 +105,7 @@ mod tests {
                 config: "c".into(),
                 log: "l".into(),
             }],
+            proxy_pid: None,
         };
         state.write(dir.path()).unwrap();
         let back = ClusterState::read(dir.path()).unwrap();

@@ -1,10 +1,11 @@
 //! Network partitions: iptables DROP rules inside the node namespaces.
 //!
 //! A partition is a *grudge*: for each node, the set of nodes whose packets it drops
-//! (`iptables -A INPUT -s <peer> -j DROP` in its namespace). Dropping on input at both ends
-//! cuts both directions, including connections already established, and leaves the hub
-//! (clients, ledger) connected to every node, as in Jepsen: clients see the cluster split,
-//! they are not cut off themselves. Healing flushes INPUT in every node.
+//! (`iptables -A INPUT -s <peer> -j DROP` in its namespace, plus an OUTPUT rule for
+//! connections through a delay proxy). Dropping at both ends cuts both directions, including
+//! connections already established, and leaves the hub (clients, ledger) connected to every
+//! node, as in Jepsen: clients see the cluster split, they are not cut off themselves.
+//! Healing flushes the filter table of every node.
 //!
 //! Shapes: one node isolated; the leader isolated; the nodes split into a majority and a
 //! minority; a *bridge* (two halves that cannot see each other, plus one node that sees
@@ -141,25 +142,39 @@ pub fn describe(grudge: &Grudge) -> String {
         .join("; ")
 }
 
-/// The iptables commands (each to run in the node's namespace) that impose `grudge`.
+/// The iptables commands (each to run in the node's namespace) that impose `grudge`: drop
+/// what arrives from a cut-off peer, and what leaves for it through a delay proxy (whose
+/// packets carry the proxy's address, but whose connection's original destination is the
+/// peer, see [`crate::cluster::delay`]).
 pub fn commands(topology: &Topology, grudge: &Grudge) -> Vec<(usize, Cmd)> {
-    grudge
-        .iter()
-        .flat_map(|(&node, dropped)| {
-            dropped.iter().map(move |&peer| {
-                let src = topology.node_ip(peer).to_string();
-                (
-                    node,
-                    Cmd::new(["iptables", "-w", "-A", "INPUT", "-s", &src, "-j", "DROP"]),
-                )
-            })
-        })
-        .collect()
+    let mut cmds = Vec::new();
+    for (&node, dropped) in grudge {
+        for &peer in dropped {
+            let ip = topology.node_ip(peer).to_string();
+            let input = ["iptables", "-w", "-A", "INPUT", "-s", &ip, "-j", "DROP"];
+            let output = [
+                "iptables",
+                "-w",
+                "-A",
+                "OUTPUT",
+                "-m",
+                "conntrack",
+                "--ctorigdst",
+                &ip,
+                "-j",
+                "DROP",
+            ];
+            cmds.push((node, Cmd::new(input)));
+            cmds.push((node, Cmd::new(output)));
+        }
+    }
+    cmds
 }
 
-/// The command that heals a node (flushes its INPUT chain).
+/// The command that heals a node (flushes its filter table; the nat table's delay rules
+/// stay).
 pub fn heal_command() -> Cmd {
-    Cmd::new(["iptables", "-w", "-F", "INPUT"])
+    Cmd::new(["iptables", "-w", "-F"])
 }
 
 #[cfg(test)]
@@ -218,12 +233,16 @@ mod tests {
             cmds,
             [
                 "n1: iptables -w -A INPUT -s 10.77.0.2 -j DROP",
+                "n1: iptables -w -A OUTPUT -m conntrack --ctorigdst 10.77.0.2 -j DROP",
                 "n1: iptables -w -A INPUT -s 10.77.0.3 -j DROP",
+                "n1: iptables -w -A OUTPUT -m conntrack --ctorigdst 10.77.0.3 -j DROP",
                 "n2: iptables -w -A INPUT -s 10.77.0.1 -j DROP",
+                "n2: iptables -w -A OUTPUT -m conntrack --ctorigdst 10.77.0.1 -j DROP",
                 "n3: iptables -w -A INPUT -s 10.77.0.1 -j DROP",
+                "n3: iptables -w -A OUTPUT -m conntrack --ctorigdst 10.77.0.1 -j DROP",
             ]
         );
-        assert_eq!(heal_command().to_string(), "iptables -w -F INPUT");
+        assert_eq!(heal_command().to_string(), "iptables -w -F");
         assert_eq!(describe(&g), "n1 x n2,n3; n2 x n1; n3 x n1");
     }
 }
