@@ -1,0 +1,398 @@
+//! The `idem.v1.Admin` service: listing, reconciliation, purge and node status.
+//!
+//! Changes (reconcile, purge) are core commands through the same Raft path as worker
+//! commands, so each one is audited in the same atomic write as the change. Listing is a
+//! bounded, resumable scan of the applied records behind a read barrier; its page token is
+//! the hex encoding of the last record key it looked at, so a page that stopped at its scan
+//! bound (few matches among many records) still lets the client continue where it stopped.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use idem_core::command::{PurgeSubject, Reconcile, ReconcileTarget};
+use idem_core::scope::{validate_actor, validate_tenant};
+use idem_core::{Command, ErrorSummary, Outcome, Record, State, Timestamp};
+use idem_proto::v1 as pb;
+use idem_proto::v1::admin_server::Admin;
+use tonic::{Request, Response, Status};
+
+use crate::api::convert;
+use crate::api::{observe, record_operation, ApiContext, ApiError, Backend};
+
+/// `ListOperations` page size when the request says 0.
+pub const DEFAULT_LIST_LIMIT: usize = 100;
+/// Largest `ListOperations` page.
+pub const MAX_LIST_LIMIT: usize = 1000;
+/// Most records one `ListOperations` call examines before returning a partial page.
+pub const MAX_LIST_SCAN: usize = 10_000;
+/// Records scrubbed per `PurgeSubject` Raft command.
+pub const PURGE_BATCH: u32 = 500;
+/// The operator recorded when a request names none.
+pub const DEFAULT_OPERATOR: &str = "idemctl";
+/// Records read per scan call.
+const SCAN_PAGE: usize = 500;
+
+/// The `idem.v1.Admin` service.
+#[derive(Clone)]
+pub struct AdminService {
+    ctx: Arc<ApiContext>,
+}
+
+/// A validated `ListOperations` request.
+struct ListQuery {
+    states: BTreeSet<State>,
+    older_than_ms: u64,
+    limit: usize,
+    prefix: Vec<u8>,
+    after: Option<Vec<u8>>,
+}
+
+impl ListQuery {
+    fn parse(req: pb::ListOperationsRequest) -> Result<Self, ApiError> {
+        let mut states = BTreeSet::new();
+        for value in req.states {
+            states.extend(convert::state_filter(value)?);
+        }
+        let limit = match req.limit {
+            0 => DEFAULT_LIST_LIMIT,
+            n => (n as usize).min(MAX_LIST_LIMIT),
+        };
+        let prefix = if req.tenant.is_empty() {
+            Vec::new()
+        } else {
+            validate_tenant(&req.tenant)?;
+            tenant_prefix(&req.tenant)
+        };
+        let after = if req.page_token.is_empty() {
+            None
+        } else {
+            let token = hex::decode(&req.page_token)
+                .ok()
+                .filter(|t| t.starts_with(&prefix) && !t.is_empty())
+                .ok_or_else(|| {
+                    ApiError::argument("page_token: not a token of a previous page of this query")
+                })?;
+            Some(token)
+        };
+        Ok(ListQuery {
+            states,
+            older_than_ms: req.older_than_ms,
+            limit,
+            prefix,
+            after,
+        })
+    }
+
+    fn matches(&self, record: &Record, now: Timestamp) -> bool {
+        let state_ok = self.states.is_empty() || self.states.contains(&record.state);
+        let age = now.millis().saturating_sub(record.updated_at.millis());
+        state_ok && age >= self.older_than_ms
+    }
+
+    /// Runs the query: matching records and the cursor to resume from (`None` at the end).
+    fn run(
+        &self,
+        backend: &dyn Backend,
+        now: Timestamp,
+    ) -> Result<(Vec<Record>, Option<Vec<u8>>), ApiError> {
+        let mut found = Vec::new();
+        let mut cursor = self.after.clone();
+        let mut scanned = 0;
+        while scanned < MAX_LIST_SCAN {
+            let page = backend.scan(&self.prefix, cursor.as_deref(), SCAN_PAGE)?;
+            let full = page.len() == SCAN_PAGE;
+            for record in page {
+                scanned += 1;
+                cursor = Some(record.key.encode());
+                if self.matches(&record, now) {
+                    found.push(record);
+                    if found.len() == self.limit {
+                        return Ok((found, cursor));
+                    }
+                }
+            }
+            if !full {
+                return Ok((found, None));
+            }
+        }
+        Ok((found, cursor))
+    }
+}
+
+/// The encoded-key prefix of every record of a tenant: the first length-prefixed field of
+/// `RecordKey::encode` (tenant, actor, environment, endpoint, key).
+fn tenant_prefix(tenant: &str) -> Vec<u8> {
+    let mut prefix = Vec::with_capacity(tenant.len() + 1);
+    prefix.push(u8::try_from(tenant.len()).unwrap_or(u8::MAX));
+    prefix.extend_from_slice(tenant.as_bytes());
+    prefix
+}
+
+fn operator(operator: String) -> String {
+    if operator.is_empty() {
+        DEFAULT_OPERATOR.to_owned()
+    } else {
+        operator
+    }
+}
+
+impl AdminService {
+    /// A service over `ctx`.
+    pub fn new(ctx: Arc<ApiContext>) -> Self {
+        AdminService { ctx }
+    }
+
+    async fn list(
+        &self,
+        req: pb::ListOperationsRequest,
+    ) -> Result<pb::ListOperationsResponse, ApiError> {
+        let query = ListQuery::parse(req)?;
+        self.ctx.backend.read_barrier().await?;
+        let backend = Arc::clone(&self.ctx.backend);
+        let (records, cursor) = tokio::task::spawn_blocking(move || {
+            let now = backend.now();
+            query.run(backend.as_ref(), now)
+        })
+        .await
+        .map_err(|e| ApiError::Internal(format!("list task failed: {e}")))??;
+        Ok(pb::ListOperationsResponse {
+            records: records.iter().map(convert::record_pb).collect(),
+            next_page_token: cursor.map(hex::encode).unwrap_or_default(),
+        })
+    }
+
+    async fn reconcile(
+        &self,
+        req: pb::ReconcileRequest,
+    ) -> Result<pb::ReconcileResponse, ApiError> {
+        let operation_id = convert::operation_id(&req.operation_id)?;
+        record_operation(&operation_id);
+        let target = match pb::State::try_from(req.target) {
+            Ok(pb::State::Completed) => {
+                ReconcileTarget::Completed(convert::stored_result(req.result)?)
+            }
+            Ok(pb::State::RetryableFailure) => ReconcileTarget::RetryableFailure(match req.error {
+                Some(_) => convert::error_summary(req.error)?,
+                None => ErrorSummary {
+                    code: "reconciled".to_owned(),
+                    message: String::new(),
+                },
+            }),
+            Ok(pb::State::TerminalFailure) => {
+                ReconcileTarget::TerminalFailure(convert::error_summary(req.error)?)
+            }
+            _ => return Err(ApiError::argument(
+                "target must be STATE_COMPLETED, STATE_RETRYABLE_FAILURE or STATE_TERMINAL_FAILURE",
+            )),
+        };
+        let admin = operator(req.operator);
+        let command = Command::Reconcile(Reconcile {
+            operation_id,
+            expected_version: req.expected_version,
+            target,
+            reason: req.reason,
+            admin: admin.clone(),
+        });
+        command.validate()?;
+        match self.ctx.backend.propose(command).await? {
+            Outcome::Record(record) => {
+                tracing::info!(
+                    operator = %admin,
+                    state = record.state.name(),
+                    version = record.version,
+                    "record reconciled"
+                );
+                Ok(pb::ReconcileResponse {
+                    record: Some(convert::record_pb(&record)),
+                })
+            }
+            Outcome::Rejected(rejection) => Err(rejection.into()),
+            _ => Err(ApiError::Internal(
+                "reconcile: unexpected outcome from apply".into(),
+            )),
+        }
+    }
+
+    async fn purge(
+        &self,
+        req: pb::PurgeSubjectRequest,
+    ) -> Result<pb::PurgeSubjectResponse, ApiError> {
+        validate_tenant(&req.tenant)?;
+        validate_actor(&req.actor)?;
+        let admin = operator(req.operator);
+        let mut scrubbed_total = 0;
+        let mut after = None;
+        loop {
+            let command = Command::PurgeSubject(PurgeSubject {
+                tenant: req.tenant.clone(),
+                actor: req.actor.clone(),
+                reason: req.reason.clone(),
+                admin: admin.clone(),
+                after,
+                limit: PURGE_BATCH,
+            });
+            command.validate()?;
+            match self.ctx.backend.propose(command).await? {
+                Outcome::Purged { scrubbed, next } => {
+                    scrubbed_total += scrubbed;
+                    match next {
+                        Some(key) => after = Some(key),
+                        None => break,
+                    }
+                }
+                Outcome::Rejected(rejection) => return Err(rejection.into()),
+                _ => {
+                    return Err(ApiError::Internal(
+                        "purge: unexpected outcome from apply".into(),
+                    ))
+                }
+            }
+        }
+        tracing::info!(operator = %admin, tenant = %req.tenant, scrubbed = scrubbed_total, "subject purged");
+        Ok(pb::PurgeSubjectResponse {
+            records_scrubbed: scrubbed_total,
+        })
+    }
+
+    async fn status(&self) -> Result<pb::StatusResponse, ApiError> {
+        let backend = &self.ctx.backend;
+        let raft = backend.raft_status();
+        let stats = self.ctx.stats.get(Arc::clone(backend)).await?;
+        let now = backend.now();
+        Ok(pb::StatusResponse {
+            node_id: raft.node_id,
+            leader_id: raft.leader_id.unwrap_or(0),
+            term: raft.term,
+            commit_index: raft.commit_index,
+            applied_index: raft.applied_index,
+            last_log_index: raft.last_log_index,
+            membership: raft
+                .members
+                .iter()
+                .map(|m| pb::Member {
+                    id: m.id,
+                    region: m.region.clone(),
+                    zone: m.zone.clone(),
+                    raft_addr: m.raft_addr.clone(),
+                    api_addr: m.api_addr.clone(),
+                    voter: m.voter,
+                })
+                .collect(),
+            version: crate::VERSION.to_owned(),
+            records_by_state: stats
+                .by_state
+                .iter()
+                .map(|(state, n)| (convert::state_name(*state).to_owned(), *n))
+                .collect(),
+            oldest_pending_age_ms: stats.oldest_active_age_ms(now.millis()),
+            region: self.ctx.region.clone(),
+            zone: self.ctx.zone.clone(),
+            failover: false,
+        })
+    }
+}
+
+#[tonic::async_trait]
+impl Admin for AdminService {
+    async fn list_operations(
+        &self,
+        request: Request<pb::ListOperationsRequest>,
+    ) -> Result<Response<pb::ListOperationsResponse>, Status> {
+        observe(
+            &self.ctx.metrics,
+            "admin",
+            "list_operations",
+            self.list(request.into_inner()),
+        )
+        .await
+    }
+
+    async fn reconcile(
+        &self,
+        request: Request<pb::ReconcileRequest>,
+    ) -> Result<Response<pb::ReconcileResponse>, Status> {
+        observe(
+            &self.ctx.metrics,
+            "admin",
+            "reconcile",
+            AdminService::reconcile(self, request.into_inner()),
+        )
+        .await
+    }
+
+    async fn purge_subject(
+        &self,
+        request: Request<pb::PurgeSubjectRequest>,
+    ) -> Result<Response<pb::PurgeSubjectResponse>, Status> {
+        observe(
+            &self.ctx.metrics,
+            "admin",
+            "purge_subject",
+            self.purge(request.into_inner()),
+        )
+        .await
+    }
+
+    async fn status(
+        &self,
+        _request: Request<pb::StatusRequest>,
+    ) -> Result<Response<pb::StatusResponse>, Status> {
+        observe(
+            &self.ctx.metrics,
+            "admin",
+            "status",
+            AdminService::status(self),
+        )
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_prefix_is_the_first_key_field() {
+        let key = idem_core::RecordKey::new(
+            idem_core::Scope::new("acme", "prod", "u1", "POST /x").unwrap(),
+            idem_core::IdempotencyKey::new("k").unwrap(),
+        );
+        assert!(key.encode().starts_with(&tenant_prefix("acme")));
+        assert!(!key.encode().starts_with(&tenant_prefix("acm")));
+    }
+
+    #[test]
+    fn list_query_validates_its_input() {
+        let parse = |req: pb::ListOperationsRequest| ListQuery::parse(req).map(|q| q.limit);
+        assert_eq!(parse(pb::ListOperationsRequest::default()).unwrap(), 100);
+        let big = pb::ListOperationsRequest {
+            limit: 5000,
+            ..Default::default()
+        };
+        assert_eq!(parse(big).unwrap(), 1000);
+        let bad_token = pb::ListOperationsRequest {
+            page_token: "zz".into(),
+            ..Default::default()
+        };
+        assert_eq!(parse(bad_token).unwrap_err().reason(), "INVALID_ARGUMENT");
+        let other_tenant = pb::ListOperationsRequest {
+            tenant: "acme".into(),
+            page_token: hex::encode(tenant_prefix("other")),
+            ..Default::default()
+        };
+        assert_eq!(
+            parse(other_tenant).unwrap_err().reason(),
+            "INVALID_ARGUMENT"
+        );
+        let bad_state = pb::ListOperationsRequest {
+            states: vec![99],
+            ..Default::default()
+        };
+        assert_eq!(parse(bad_state).unwrap_err().reason(), "INVALID_ARGUMENT");
+        let bad_tenant = pb::ListOperationsRequest {
+            tenant: "a b".into(),
+            ..Default::default()
+        };
+        assert_eq!(parse(bad_tenant).unwrap_err().reason(), "INVALID_SCOPE");
+    }
+}

@@ -1,0 +1,512 @@
+//! The `idem.v1.Idempotency` service: claims, worker mutations and reads.
+//!
+//! Claims and worker mutations become core [`Command`]s proposed through the [`Backend`]
+//! (Raft); the proposer generates the operation id and resolves the policy, so apply stays
+//! deterministic. Reads pass a linearizable barrier, then read the applied state and report
+//! what a matching claim would see now ([`ClaimKind::preview`]).
+//!
+//! Visibility is decided here, not in the core: a claim's `fence` is only shown to the caller
+//! that owns the record, and a claim with another request's fingerprint learns nothing of
+//! the stored result or error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use idem_core::command::{Claim, Complete, ExternalCall, Fail, Fenced, RecordExternalCall, Renew};
+use idem_core::fingerprint::Fingerprint;
+use idem_core::{
+    ClaimKind, ClaimOutcome, Command, Holder, OperationId, Outcome, Record, RecordKey, State,
+};
+use idem_proto::reason;
+use idem_proto::v1 as pb;
+use idem_proto::v1::idempotency_server::Idempotency;
+use tokio::time::Instant;
+use tonic::{Request, Response, Status};
+
+use crate::api::convert::{self, millis};
+use crate::api::{observe, record_key_hash, record_operation, ApiContext, ApiError};
+use crate::policy::Overrides;
+
+/// Longest `Wait` budget.
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
+/// Bodies above this size are fingerprinted on a blocking thread.
+const INLINE_BODY_BYTES: usize = 16 * 1024;
+
+/// The `idem.v1.Idempotency` service.
+#[derive(Clone)]
+pub struct IdempotencyService {
+    ctx: Arc<ApiContext>,
+}
+
+impl IdempotencyService {
+    /// A service over `ctx`.
+    pub fn new(ctx: Arc<ApiContext>) -> Self {
+        IdempotencyService { ctx }
+    }
+
+    async fn handle_claim(&self, req: pb::ClaimRequest) -> Result<pb::ClaimResponse, ApiError> {
+        let target = convert::record_key(req.scope, req.key)?;
+        record_key_hash(&target.key);
+        if req.holder.is_empty() {
+            return Err(ApiError::argument(
+                "holder is required: a unique id per worker attempt (the SDK generates one)",
+            ));
+        }
+        let holder = Holder::new(req.holder)?;
+        let fingerprints = self
+            .claim_fingerprints(req.fingerprints, req.request)
+            .await?;
+        let overrides = Overrides {
+            lease: req.lease_ms.map(millis),
+            retention: req.retention_ms.map(millis),
+            risk: convert::risk(req.risk)?,
+            max_result_bytes: req.max_result_bytes,
+        };
+        let policy = self
+            .ctx
+            .policies
+            .resolve(target.scope.endpoint(), &overrides)?;
+        // Only to classify the answer for metrics (was a lease found expired?).
+        let prior = self.ctx.backend.record(&target).ok().flatten();
+        let command = Command::Claim(Claim {
+            target,
+            fingerprints,
+            policy,
+            holder,
+            operation_id: OperationId::generate(),
+        });
+        let outcome = match self.ctx.backend.propose(command).await? {
+            Outcome::Claim(outcome) => outcome,
+            other => return Err(self.unexpected("claim", other)),
+        };
+        record_operation(&outcome.record.operation_id);
+        self.count_claim(prior.as_ref(), &outcome);
+        tracing::debug!(outcome = outcome.kind.name(), "claim");
+        Ok(claim_response(&outcome))
+    }
+
+    async fn claim_fingerprints(
+        &self,
+        fingerprints: Vec<pb::Fingerprint>,
+        request: Option<pb::CanonicalRequest>,
+    ) -> Result<Vec<Fingerprint>, ApiError> {
+        match (fingerprints.is_empty(), request) {
+            (false, Some(_)) => Err(ApiError::invalid(
+                reason::INVALID_FINGERPRINT,
+                "set either fingerprints or request, not both",
+            )),
+            (false, None) => convert::fingerprints(fingerprints),
+            (true, Some(request)) => Ok(vec![self.fingerprint(request).await?]),
+            (true, None) => Err(ApiError::invalid(
+                reason::INVALID_FINGERPRINT,
+                "a claim needs fingerprints or a canonical request",
+            )),
+        }
+    }
+
+    /// Computes `jcs-sha256/v1` of a canonical request; large bodies off the async threads.
+    async fn fingerprint(&self, request: pb::CanonicalRequest) -> Result<Fingerprint, ApiError> {
+        let limits = self.ctx.limits;
+        let size = request.body_json.as_ref().map_or(0, Vec::len);
+        if size <= INLINE_BODY_BYTES || size > limits.max_body_bytes {
+            return convert::canonical_fingerprint(request, limits);
+        }
+        tokio::task::spawn_blocking(move || convert::canonical_fingerprint(request, limits))
+            .await
+            .map_err(|e| ApiError::Internal(format!("fingerprint task failed: {e}")))?
+    }
+
+    fn count_claim(&self, prior: Option<&Record>, outcome: &ClaimOutcome) {
+        let metrics = &self.ctx.metrics;
+        metrics
+            .claims
+            .with_label_values(&[outcome.kind.name()])
+            .inc();
+        if outcome.kind == ClaimKind::TakenOver && !outcome.redelivered {
+            let stage = outcome.previous_stage.map_or("NONE", |s| s.name());
+            metrics.takeovers.with_label_values(&[stage]).inc();
+        }
+        if let Some(result) = lease_expiry(prior, outcome) {
+            metrics.lease_expiries.with_label_values(&[result]).inc();
+        }
+    }
+
+    /// Proposes a worker mutation and returns the record it changed.
+    async fn mutate(&self, command: Command) -> Result<pb::RecordResponse, ApiError> {
+        let name = command.name();
+        match self.ctx.backend.propose(command).await? {
+            Outcome::Record(record) => {
+                record_operation(&record.operation_id);
+                Ok(pb::RecordResponse {
+                    record: Some(convert::record_pb(&record)),
+                })
+            }
+            Outcome::Rejected(rejection) => {
+                if rejection == idem_core::Rejection::StaleFence {
+                    self.ctx.metrics.stale_fences.inc();
+                }
+                self.ctx
+                    .metrics
+                    .rejections
+                    .with_label_values(&[name, rejection.reason()])
+                    .inc();
+                Err(rejection.into())
+            }
+            other => Err(self.unexpected(name, other)),
+        }
+    }
+
+    fn unexpected(&self, command: &str, outcome: Outcome) -> ApiError {
+        if let Outcome::Rejected(rejection) = outcome {
+            self.ctx
+                .metrics
+                .rejections
+                .with_label_values(&[command, rejection.reason()])
+                .inc();
+            return rejection.into();
+        }
+        ApiError::Internal(format!("{command}: unexpected outcome from apply"))
+    }
+
+    fn fenced(scope: Option<pb::Scope>, key: String, fence: u64) -> Result<Fenced, ApiError> {
+        let target = convert::record_key(scope, key)?;
+        record_key_hash(&target.key);
+        Ok(Fenced { target, fence })
+    }
+
+    async fn handle_get(&self, target: Lookup) -> Result<pb::GetResponse, ApiError> {
+        self.ctx.backend.read_barrier().await?;
+        let record = self.lookup(&target)?;
+        let outcome = ClaimKind::preview(&record, self.ctx.backend.now());
+        Ok(pb::GetResponse {
+            record: Some(convert::record_pb(&record)),
+            outcome: convert::claim_kind_pb(outcome).into(),
+        })
+    }
+
+    fn lookup(&self, target: &Lookup) -> Result<Record, ApiError> {
+        let record = match target {
+            Lookup::Key(key) => self.ctx.backend.record(key)?,
+            Lookup::Operation(id) => self.ctx.backend.operation(id)?,
+        };
+        let record = record.ok_or(ApiError::Rejected(idem_core::Rejection::NotFound))?;
+        record_operation(&record.operation_id);
+        Ok(record)
+    }
+
+    async fn handle_wait(&self, req: pb::WaitRequest) -> Result<pb::WaitResponse, ApiError> {
+        let by_key = req.scope.is_some() || !req.key.is_empty();
+        let target = match (by_key, req.operation_id.is_empty()) {
+            (true, true) => {
+                let key = convert::record_key(req.scope, req.key)?;
+                record_key_hash(&key.key);
+                Lookup::Key(key)
+            }
+            (false, false) => Lookup::Operation(convert::operation_id(&req.operation_id)?),
+            (true, false) => {
+                return Err(ApiError::argument(
+                    "set either scope and key or operation_id, not both",
+                ))
+            }
+            (false, true) => {
+                return Err(ApiError::argument(
+                    "set either scope and key or operation_id",
+                ))
+            }
+        };
+        let budget = match req.timeout_ms {
+            0 => MAX_WAIT,
+            ms => millis(ms).min(MAX_WAIT),
+        };
+        self.wait_for(target, Instant::now() + budget).await
+    }
+
+    /// Polls the applied state until the record settles, the deadline passes, the node
+    /// shuts down or loses leadership.
+    async fn wait_for(
+        &self,
+        target: Lookup,
+        deadline: Instant,
+    ) -> Result<pb::WaitResponse, ApiError> {
+        let backend = &self.ctx.backend;
+        // Subscribe before the barrier so no change between the two is missed.
+        let mut applied = backend.applied();
+        backend.read_barrier().await?;
+        loop {
+            applied.borrow_and_update();
+            let record = self.lookup(&target)?;
+            let now = backend.now();
+            let outcome = ClaimKind::preview(&record, now);
+            let settled = record.state.is_terminal() || outcome != ClaimKind::InProgress;
+            let response = pb::WaitResponse {
+                record: Some(convert::record_pb(&record)),
+                terminal: record.state.is_terminal(),
+                outcome: convert::claim_kind_pb(outcome).into(),
+            };
+            if settled || Instant::now() >= deadline || !backend.raft_status().is_leader() {
+                return Ok(response);
+            }
+            // The preview changes when the lease runs out even if nothing is applied.
+            let lease_end = record.lease.as_ref().map_or(deadline, |lease| {
+                Instant::now() + now.until(lease.expires_at)
+            });
+            let wake = deadline.min(lease_end + Duration::from_millis(1));
+            tokio::select! {
+                changed = applied.changed() => {
+                    if changed.is_err() {
+                        return Ok(response);
+                    }
+                }
+                () = tokio::time::sleep_until(wake) => {}
+                () = self.ctx.shutdown.cancelled() => return Ok(response),
+            }
+        }
+    }
+}
+
+/// How a read names its record.
+enum Lookup {
+    Key(RecordKey),
+    Operation(OperationId),
+}
+
+/// Whether a claim found an expired lease, and what followed (for metrics).
+///
+/// Classified from a local read just before the claim; under concurrent claims of one key
+/// the count may be off by the racing claims, never the claim outcomes themselves.
+fn lease_expiry(prior: Option<&Record>, outcome: &ClaimOutcome) -> Option<&'static str> {
+    let prior = prior?;
+    let expired_lease = prior.state.is_active() && prior.lease.is_some() && !outcome.redelivered;
+    if !expired_lease || prior.operation_id != outcome.record.operation_id {
+        return None;
+    }
+    match outcome.kind {
+        ClaimKind::TakenOver => Some("taken_over"),
+        ClaimKind::NeedsReconciliation if prior.state != State::NeedsReconciliation => {
+            Some("needs_reconciliation")
+        }
+        _ => None,
+    }
+}
+
+/// What a claimant sees of a claim's outcome.
+///
+/// The fence only when the caller owns the record; the result only with `COMPLETED`, the
+/// error only with `FAILED`; nothing stored with a fingerprint mismatch.
+pub fn claim_response(outcome: &ClaimOutcome) -> pb::ClaimResponse {
+    let record = &outcome.record;
+    let kind = outcome.kind;
+    let owns = kind.owns();
+    let lease_expires_at_ms = match (&record.lease, owns || kind == ClaimKind::InProgress) {
+        (Some(lease), true) => lease.expires_at.millis(),
+        _ => 0,
+    };
+    let previous_stage = match (kind, outcome.previous_stage) {
+        (ClaimKind::TakenOver, Some(stage)) => convert::stage_pb(stage),
+        _ => pb::Stage::Unspecified,
+    };
+    let remote_ref = match (kind, outcome.previous_stage) {
+        (ClaimKind::TakenOver, Some(idem_core::Stage::RemoteConfirmed)) => {
+            record.remote_ref.clone().unwrap_or_default()
+        }
+        _ => String::new(),
+    };
+    pb::ClaimResponse {
+        outcome: convert::claim_kind_pb(kind).into(),
+        operation_id: record.operation_id.to_string(),
+        fence: if owns { record.fence } else { 0 },
+        state: convert::state_pb(record.state).into(),
+        stage: convert::stage_pb(record.stage).into(),
+        version: record.version,
+        attempts: record.attempts,
+        previous_stage: previous_stage.into(),
+        retry_after_ms: match kind {
+            ClaimKind::InProgress => outcome.retry_after.map_or(0, convert::duration_ms),
+            _ => 0,
+        },
+        result: match kind {
+            ClaimKind::Completed => record.result.as_ref().map(convert::result_pb),
+            _ => None,
+        },
+        error: match kind {
+            ClaimKind::Failed => record.error.as_ref().map(convert::error_pb),
+            _ => None,
+        },
+        lease_expires_at_ms,
+        redelivered: outcome.redelivered,
+        remote_ref,
+        required_algorithm: match kind {
+            ClaimKind::FingerprintUnverifiable => record.fingerprint.algorithm.clone(),
+            _ => String::new(),
+        },
+    }
+}
+
+#[tonic::async_trait]
+impl Idempotency for IdempotencyService {
+    async fn claim(
+        &self,
+        request: Request<pb::ClaimRequest>,
+    ) -> Result<Response<pb::ClaimResponse>, Status> {
+        observe(
+            &self.ctx.metrics,
+            "idempotency",
+            "claim",
+            self.handle_claim(request.into_inner()),
+        )
+        .await
+    }
+
+    async fn start(
+        &self,
+        request: Request<pb::StartRequest>,
+    ) -> Result<Response<pb::RecordResponse>, Status> {
+        let req = request.into_inner();
+        observe(&self.ctx.metrics, "idempotency", "start", async {
+            let owner = Self::fenced(req.scope, req.key, req.fence)?;
+            self.mutate(Command::Start(owner)).await
+        })
+        .await
+    }
+
+    async fn record_external_call(
+        &self,
+        request: Request<pb::RecordExternalCallRequest>,
+    ) -> Result<Response<pb::RecordResponse>, Status> {
+        let req = request.into_inner();
+        observe(
+            &self.ctx.metrics,
+            "idempotency",
+            "record_external_call",
+            async {
+                let owner = Self::fenced(req.scope, req.key, req.fence)?;
+                let call = match pb::ExternalCallStage::try_from(req.stage) {
+                    Ok(pb::ExternalCallStage::Calling) => ExternalCall::Calling,
+                    Ok(pb::ExternalCallStage::RemoteConfirmed) => ExternalCall::RemoteConfirmed {
+                        remote_ref: req.remote_ref,
+                    },
+                    _ => {
+                        return Err(ApiError::argument(
+                            "stage must be EXTERNAL_CALL_STAGE_CALLING or EXTERNAL_CALL_STAGE_REMOTE_CONFIRMED",
+                        ))
+                    }
+                };
+                let command = Command::RecordExternalCall(RecordExternalCall { owner, call });
+                command.validate()?;
+                self.mutate(command).await
+            },
+        )
+        .await
+    }
+
+    async fn renew(
+        &self,
+        request: Request<pb::RenewRequest>,
+    ) -> Result<Response<pb::RecordResponse>, Status> {
+        let req = request.into_inner();
+        observe(&self.ctx.metrics, "idempotency", "renew", async {
+            let owner = Self::fenced(req.scope, req.key, req.fence)?;
+            let command = Command::Renew(Renew {
+                owner,
+                lease: req.lease_ms.map(millis),
+            });
+            command.validate()?;
+            self.mutate(command).await
+        })
+        .await
+    }
+
+    async fn complete(
+        &self,
+        request: Request<pb::CompleteRequest>,
+    ) -> Result<Response<pb::RecordResponse>, Status> {
+        let req = request.into_inner();
+        observe(&self.ctx.metrics, "idempotency", "complete", async {
+            let owner = Self::fenced(req.scope, req.key, req.fence)?;
+            let result = convert::stored_result(req.result)?;
+            self.mutate(Command::Complete(Complete { owner, result }))
+                .await
+        })
+        .await
+    }
+
+    async fn fail(
+        &self,
+        request: Request<pb::FailRequest>,
+    ) -> Result<Response<pb::RecordResponse>, Status> {
+        let req = request.into_inner();
+        observe(&self.ctx.metrics, "idempotency", "fail", async {
+            let owner = Self::fenced(req.scope, req.key, req.fence)?;
+            let error = convert::error_summary(req.error)?;
+            self.mutate(Command::Fail(Fail {
+                owner,
+                retryable: req.retryable,
+                error,
+            }))
+            .await
+        })
+        .await
+    }
+
+    async fn release(
+        &self,
+        request: Request<pb::ReleaseRequest>,
+    ) -> Result<Response<pb::RecordResponse>, Status> {
+        let req = request.into_inner();
+        observe(&self.ctx.metrics, "idempotency", "release", async {
+            let owner = Self::fenced(req.scope, req.key, req.fence)?;
+            self.mutate(Command::Release(owner)).await
+        })
+        .await
+    }
+
+    async fn cancel(
+        &self,
+        request: Request<pb::CancelRequest>,
+    ) -> Result<Response<pb::RecordResponse>, Status> {
+        let req = request.into_inner();
+        observe(&self.ctx.metrics, "idempotency", "cancel", async {
+            let owner = Self::fenced(req.scope, req.key, req.fence)?;
+            self.mutate(Command::Cancel(owner)).await
+        })
+        .await
+    }
+
+    async fn get(
+        &self,
+        request: Request<pb::GetRequest>,
+    ) -> Result<Response<pb::GetResponse>, Status> {
+        let req = request.into_inner();
+        observe(&self.ctx.metrics, "idempotency", "get", async {
+            let key = convert::record_key(req.scope, req.key)?;
+            record_key_hash(&key.key);
+            self.handle_get(Lookup::Key(key)).await
+        })
+        .await
+    }
+
+    async fn get_operation(
+        &self,
+        request: Request<pb::GetOperationRequest>,
+    ) -> Result<Response<pb::GetResponse>, Status> {
+        let req = request.into_inner();
+        observe(&self.ctx.metrics, "idempotency", "get_operation", async {
+            let id = convert::operation_id(&req.operation_id)?;
+            self.handle_get(Lookup::Operation(id)).await
+        })
+        .await
+    }
+
+    async fn wait(
+        &self,
+        request: Request<pb::WaitRequest>,
+    ) -> Result<Response<pb::WaitResponse>, Status> {
+        observe(
+            &self.ctx.metrics,
+            "idempotency",
+            "wait",
+            self.handle_wait(request.into_inner()),
+        )
+        .await
+    }
+}

@@ -1,0 +1,82 @@
+//! The node's HTTP port: `/metrics` (Prometheus text format) and `/healthz`.
+//!
+//! Kept apart from the gRPC port so that scrapers and load-balancer probes need no gRPC
+//! client and cannot be starved by API traffic. `/healthz` answers 200 only when the node
+//! can serve: Raft runs (no fatal storage error) and a leader is known; otherwise 503 with
+//! the reason, so a probe takes the node out of rotation during an election or after a
+//! storage failure.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::Backend;
+use crate::metrics::Metrics;
+use crate::stats::StatsCache;
+
+/// What the HTTP handlers read.
+#[derive(Clone)]
+pub struct HttpState {
+    /// The replicated store.
+    pub backend: Arc<dyn Backend>,
+    /// The node's metrics.
+    pub metrics: Arc<Metrics>,
+    /// Record statistics, shared with `Admin.Status`.
+    pub stats: Arc<StatsCache>,
+}
+
+/// The router of the HTTP port.
+pub fn router(state: HttpState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .with_state(state)
+}
+
+/// Serves `router` on `listener` until `shutdown` is cancelled.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+}
+
+async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
+    state.metrics.set_raft(&state.backend.raft_status());
+    match state.stats.get(Arc::clone(&state.backend)).await {
+        Ok(stats) => state
+            .metrics
+            .set_records(&stats, state.backend.now().millis()),
+        Err(error) => tracing::warn!(%error, "record statistics unavailable for /metrics"),
+    }
+    (
+        [(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)],
+        state.metrics.render(),
+    )
+}
+
+async fn healthz(State(state): State<HttpState>) -> impl IntoResponse {
+    let status = state.backend.raft_status();
+    if !status.running {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable: raft stopped\n".to_owned(),
+        )
+    } else if let Some(leader) = status.leader_id {
+        (StatusCode::OK, format!("ok: leader {leader}\n"))
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable: no raft leader\n".to_owned(),
+        )
+    }
+}
