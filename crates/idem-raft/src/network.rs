@@ -375,8 +375,13 @@ impl Peer {
             payload,
         });
         request.set_timeout(ttl);
+        let started = Instant::now();
         match tokio::time::timeout(ttl, call(client, request)).await {
             Err(_) => Err(RPCError::Timeout(self.route.timeout(action, ttl))),
+            // tonic enforces the gRPC deadline itself and reports it as CANCELLED.
+            Ok(Err(status)) if status.code() == Code::Cancelled && started.elapsed() >= ttl => {
+                Err(RPCError::Timeout(self.route.timeout(action, ttl)))
+            }
             Ok(Err(status)) => Err(self.route.status_error(action, ttl, &status)),
             Ok(Ok(response)) => self
                 .route
@@ -841,6 +846,46 @@ mod tests {
         assert!(stuck.is_err());
         inflight.pop();
         assert!(inflight.oldest().is_none());
+    }
+
+    /// A peer that accepts connections and never answers.
+    fn black_hole() -> (std::net::TcpListener, NodeInfo) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let node = NodeInfo {
+            raft_addr: listener.local_addr().unwrap().to_string(),
+            ..NodeInfo::default()
+        };
+        (listener, node)
+    }
+
+    #[tokio::test]
+    async fn a_silent_peer_times_out_before_openraft_gives_up() {
+        let (_listener, node) = black_hole();
+        let mut network = Network::new(1, NetworkOptions::default());
+        let option = RPCOption::new(Duration::from_millis(200));
+
+        let mut peer = network.new_client(2, &node).await;
+        let started = std::time::Instant::now();
+        let rpc = VoteRequest::<TypeConfig>::new(Vote::new(1, 1), None);
+        let err = peer.vote(rpc, option.clone()).await.unwrap_err();
+        assert!(matches!(err, RPCError::Timeout(_)), "{err}");
+        assert!(
+            started.elapsed() < option.hard_ttl(),
+            "{:?}",
+            started.elapsed()
+        );
+
+        let mut peer = network.new_snapshot_client(2, &node).await;
+        let snapshot = Snapshot {
+            meta: idem_store::SnapshotMeta::default(),
+            snapshot: vec![7; 3 << 20],
+        };
+        let never = futures::future::pending::<ReplicationClosed>();
+        let err = peer
+            .full_snapshot(Vote::new_committed(1, 1), snapshot, never, option)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StreamingError::Timeout(_)), "{err}");
     }
 
     #[tokio::test]

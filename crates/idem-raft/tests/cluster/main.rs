@@ -197,16 +197,24 @@ async fn unary_appends_and_wire_errors() -> anyhow::Result<()> {
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    // A stale candidate is refused by Raft, as data.
-    let reply = client
-        .vote(request(0, Format::BincodeV1, payload))
-        .await?
-        .into_inner();
-    let Some(raft_reply::Result::Ok(bytes)) = reply.result else {
-        panic!("expected a vote response, got {reply:?}");
-    };
-    let response: VoteResponse<TypeConfig> = bincode::deserialize(&bytes)?;
-    assert!(!response.is_granted_to(&Vote::new(1, 9)), "{response:?}");
+    // A stale candidate is refused by Raft, as data, for a vote and a pre-vote alike.
+    let replies = [
+        client
+            .vote(request(0, Format::BincodeV1, payload.clone()))
+            .await?
+            .into_inner(),
+        client
+            .pre_vote(request(0, Format::BincodeV1, payload))
+            .await?
+            .into_inner(),
+    ];
+    for reply in replies {
+        let Some(raft_reply::Result::Ok(bytes)) = reply.result else {
+            panic!("expected a vote response, got {reply:?}");
+        };
+        let response: VoteResponse<TypeConfig> = bincode::deserialize(&bytes)?;
+        assert!(!response.is_granted_to(&Vote::new(1, 9)), "{response:?}");
+    }
 
     // A snapshot stream that ends short of its announced size is refused, not installed.
     let header = SnapshotChunk {
