@@ -99,6 +99,7 @@ pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
     })?;
     let idemd = tools::locate_idemd(options.idemd.as_deref())?;
     let regions = Regions::new(options.nodes, options.regions, &options.rtts)?;
+    let timings = Timings::for_rtt(regions.max_rtt());
     let dir = run_dir(&options.store, options.workload.name(), options.seed)?;
     let schedule = Schedule::generate(&schedule_options(options));
     std::fs::write(dir.join("schedule.txt"), schedule.describe())?;
@@ -114,7 +115,7 @@ pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
         regions,
         idemd,
         dir: dir.join("nodes"),
-        timings: Timings::default(),
+        timings,
         fake_clock,
         log_level: options.log_level.clone(),
     };

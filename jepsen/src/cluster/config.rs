@@ -36,6 +36,23 @@ impl Default for Timings {
     }
 }
 
+impl Timings {
+    /// Timings for voters `rtt` apart (the largest round trip between regions), following
+    /// `docs/cluster.md`: heartbeat at least 2 × RTT, election timeout at least 10 × RTT,
+    /// never below the defaults; write and read bounds grow with the election timeout so a
+    /// failover fits in them.
+    pub fn for_rtt(rtt: Duration) -> Timings {
+        let base = Timings::default();
+        let election = base.election.max(rtt * 10);
+        Timings {
+            heartbeat: base.heartbeat.max(rtt * 2),
+            election,
+            write_timeout: base.write_timeout.max(election * 3),
+            read_timeout: base.read_timeout.max(election * 3),
+        }
+    }
+}
+
 /// One initial member of the group, as listed in `[cluster]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberSpec {
@@ -163,6 +180,15 @@ impl MemberSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timings_grow_with_the_round_trip() {
+        assert_eq!(Timings::for_rtt(Duration::ZERO), Timings::default());
+        let far = Timings::for_rtt(Duration::from_millis(150));
+        assert_eq!(far.heartbeat, Duration::from_millis(300));
+        assert_eq!(far.election, Duration::from_millis(1500));
+        assert_eq!(far.write_timeout, Duration::from_millis(4500));
+    }
 
     #[test]
     fn single_node_has_no_cluster_section() {

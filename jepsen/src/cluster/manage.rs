@@ -46,6 +46,7 @@ pub fn up(options: &UpOptions) -> anyhow::Result<ClusterState> {
     })?;
     let idemd = tools::locate_idemd(options.idemd.as_deref())?;
     let regions = Regions::new(options.nodes, options.regions, &options.rtts)?;
+    let timings = Timings::for_rtt(regions.max_rtt());
     std::fs::create_dir_all(&options.dir)?;
     let dir = options.dir.canonicalize()?;
     let spec = ClusterSpec {
@@ -54,7 +55,7 @@ pub fn up(options: &UpOptions) -> anyhow::Result<ClusterState> {
         regions,
         idemd,
         dir: dir.clone(),
-        timings: Timings::default(),
+        timings,
         fake_clock: options.fake_clock,
         log_level: options.log_level.clone(),
     };

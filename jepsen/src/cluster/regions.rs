@@ -106,6 +106,11 @@ impl Regions {
         self.rtt[a][b]
     }
 
+    /// The largest RTT between two regions.
+    pub fn max_rtt(&self) -> Duration {
+        self.rtt.iter().flatten().copied().max().unwrap_or_default()
+    }
+
     /// True when some pair of regions has a delay.
     pub fn has_delay(&self) -> bool {
         self.rtt.iter().flatten().any(|d| !d.is_zero())
