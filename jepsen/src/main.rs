@@ -251,6 +251,12 @@ fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
         if results.valid { "VALID" } else { "INVALID" },
         outcome.dir.display()
     );
+    if results.valid && !outcome.problems.is_empty() {
+        for problem in &outcome.problems {
+            eprintln!("error: {problem}");
+        }
+        return Ok(ExitCode::from(2));
+    }
     Ok(verdict(results.valid))
 }
 

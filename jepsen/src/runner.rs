@@ -27,7 +27,7 @@ use crate::history::Recorder;
 use crate::ledger::Ledger;
 use crate::ledger_service::{LedgerClient, LedgerService};
 use crate::nemesis::{self, membership, Nemesis, Schedule};
-use crate::workload::worker::{final_reads, FinalReads};
+use crate::workload::worker::final_reads;
 use crate::workload::{self, KeyPool, Shared, Worker};
 use crate::{check_all, plot, History, Results};
 
@@ -79,12 +79,15 @@ pub struct Outcome {
     pub dir: PathBuf,
     /// The checkers' results (`None` when interrupted).
     pub results: Option<Results>,
+    /// What went wrong besides the checkers' verdict (the cluster did not recover, keys
+    /// could not be read at the end): the run proves less than it should.
+    pub problems: Vec<String>,
 }
 
 /// What the async part hands back.
 struct Collected {
     ledger: Ledger,
-    reads: FinalReads,
+    problems: Vec<String>,
 }
 
 /// Runs one test.
@@ -147,12 +150,17 @@ pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
         remove_data_dirs(&dir.join("nodes"));
     }
     let Some(collected) = collected? else {
-        return Ok(Outcome { dir, results: None });
+        return Ok(Outcome {
+            dir,
+            results: None,
+            problems: Vec::new(),
+        });
     };
     let results = analyse(&dir, &history, &collected)?;
     Ok(Outcome {
         dir,
         results: Some(results),
+        problems: collected.problems,
     })
 }
 
@@ -221,16 +229,39 @@ async fn run_body(
     nemesis_task.abort();
     let _ = nemesis_task.await;
     nemesis.heal_all().await;
-    health::wait_healthy(&topology, &all, Duration::from_secs(60)).await?;
-    health::wait_leader(&admin, &topology, &all, Duration::from_secs(60)).await?;
+    let mut problems = Vec::new();
+    if let Err(e) = recover(&admin, &topology, &all).await {
+        eprintln!("warning: {e:#}");
+        problems.push(format!(
+            "the cluster did not recover after the final heal: {e:#}"
+        ));
+    }
     let keys = shared.keys.used();
-    eprintln!("cluster recovered; final reads of {} keys", keys.len());
+    eprintln!("final reads of {} keys", keys.len());
     let first_process = options.concurrency * 1_000_000;
     let reads = final_reads(&endpoints, &recorder, &keys, first_process).await?;
+    if !reads.unread.is_empty() {
+        problems.push(format!(
+            "final reads failed for {} key(s): {:?}",
+            reads.unread.len(),
+            reads.unread
+        ));
+    }
     Ok(Collected {
         ledger: ledger.stop(),
-        reads,
+        problems,
     })
+}
+
+/// Waits for every node to be healthy and agree on a leader again.
+async fn recover(
+    admin: &idem_client::Client,
+    topology: &crate::cluster::netns::Topology,
+    all: &[usize],
+) -> anyhow::Result<()> {
+    health::wait_healthy(topology, all, Duration::from_secs(60)).await?;
+    health::wait_leader(admin, topology, all, Duration::from_secs(60)).await?;
+    Ok(())
 }
 
 async fn interrupted() -> &'static str {
@@ -267,12 +298,8 @@ fn analyse(dir: &Path, history: &History, collected: &Collected) -> anyhow::Resu
     if let Err(e) = plot::write_plots(history, dir) {
         eprintln!("plots: {e}");
     }
-    if !collected.reads.unread.is_empty() {
-        eprintln!(
-            "warning: final reads failed for {} key(s): {:?}",
-            collected.reads.unread.len(),
-            collected.reads.unread
-        );
+    for problem in &collected.problems {
+        eprintln!("problem: {problem}");
     }
     Ok(results)
 }
