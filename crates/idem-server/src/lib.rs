@@ -20,6 +20,7 @@
 
 pub mod api;
 pub mod config;
+pub mod failpoint;
 pub mod http;
 pub mod metrics;
 pub mod node;

@@ -41,6 +41,7 @@ use tonic_health::ServingStatus;
 use crate::api::convert::BodyLimits;
 use crate::api::{request_too_large_layer, AdminService, ApiContext, Backend, IdempotencyService};
 use crate::config::Config;
+use crate::failpoint::Failpoints;
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
 use crate::raft::network::SingleNodeNetwork;
@@ -181,14 +182,17 @@ impl Node {
         bootstrap(&raft, &bootstrap_config).await?;
 
         let metrics = Arc::new(Metrics::new());
-        let backend = Arc::new(RaftBackend::new(
-            raft.clone(),
-            reader,
-            config.node_id,
-            config.write_timeout,
-            config.read_timeout,
-            Arc::clone(&metrics),
-        ));
+        let backend = Arc::new(
+            RaftBackend::new(
+                raft.clone(),
+                reader,
+                config.node_id,
+                config.write_timeout,
+                config.read_timeout,
+                Arc::clone(&metrics),
+            )
+            .with_failpoints(failpoints()),
+        );
         let dyn_backend: Arc<dyn Backend> = backend.clone();
         let shutdown = CancellationToken::new();
         let stats = Arc::new(StatsCache::default());
@@ -260,6 +264,20 @@ impl Node {
             background,
         })
     }
+}
+
+/// Crash failpoints armed by `IDEM_FAILPOINTS` (tests only), announced in the log.
+fn failpoints() -> Failpoints {
+    let failpoints = Failpoints::from_env();
+    if !failpoints.is_empty() {
+        let armed: Vec<&str> = failpoints.names().collect();
+        tracing::warn!(
+            failpoints = %armed.join(","),
+            "crash failpoints armed ({}): this node aborts when it reaches them",
+            crate::failpoint::ENV
+        );
+    }
+    failpoints
 }
 
 /// The Raft `Node` record of this node.

@@ -27,6 +27,7 @@ use openraft::{RaftMetrics, ReadPolicy};
 use tokio::sync::watch;
 
 use crate::api::{ApiError, Backend, MemberInfo, RaftStatus};
+use crate::failpoint::{Failpoints, Phase};
 use crate::metrics::Metrics;
 
 /// A Raft node over the idem store.
@@ -40,6 +41,7 @@ pub struct RaftBackend {
     write_timeout: Duration,
     read_timeout: Duration,
     metrics: Arc<Metrics>,
+    failpoints: Failpoints,
 }
 
 impl RaftBackend {
@@ -59,7 +61,14 @@ impl RaftBackend {
             write_timeout,
             read_timeout,
             metrics,
+            failpoints: Failpoints::default(),
         }
+    }
+
+    /// Arms crash failpoints (tests only, see [`crate::failpoint`]).
+    pub fn with_failpoints(mut self, failpoints: Failpoints) -> Self {
+        self.failpoints = failpoints;
+        self
     }
 
     /// The Raft handle.
@@ -72,6 +81,7 @@ impl RaftBackend {
         command.validate()?;
         self.ensure_leader()?;
         let name = command.name();
+        self.failpoints.check(name, Phase::BeforeCommit);
         let request = Request {
             stamp: Timestamp::now(),
             command,
@@ -94,9 +104,12 @@ impl RaftBackend {
                     crate::config::format_duration(self.write_timeout)
                 )))
             }
-            Ok(Ok(response)) => response.data.outcome.ok_or_else(|| {
-                ApiError::Internal(format!("{name}: the state machine returned no outcome"))
-            }),
+            Ok(Ok(response)) => {
+                self.failpoints.check(name, Phase::AfterCommit);
+                response.data.outcome.ok_or_else(|| {
+                    ApiError::Internal(format!("{name}: the state machine returned no outcome"))
+                })
+            }
             Ok(Err(error)) => Err(write_error(name, error)),
         }
     }
