@@ -60,14 +60,18 @@ pub async fn wait_healthy(
     Ok(())
 }
 
-/// The leader that a majority of the answering nodes in `ids` agree on, if any.
+/// The leader that a majority of `ids` agree on, if any (nodes are asked in parallel, so a
+/// paused node costs one timeout, not one per node).
 pub async fn leader(client: &Client, topology: &Topology, ids: &[usize]) -> Option<usize> {
-    let mut votes: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut asks = tokio::task::JoinSet::new();
     for &id in ids {
-        if let Ok(status) = client.status_of(&topology.api_addr(id)).await {
-            if let Some(l) = status.leader_id {
-                *votes.entry(l).or_default() += 1;
-            }
+        let (client, addr) = (client.clone(), topology.api_addr(id));
+        asks.spawn(async move { client.status_of(&addr).await.ok()?.leader_id });
+    }
+    let mut votes: BTreeMap<u64, usize> = BTreeMap::new();
+    while let Some(answer) = asks.join_next().await {
+        if let Ok(Some(l)) = answer {
+            *votes.entry(l).or_default() += 1;
         }
     }
     let (&leader, &count) = votes.iter().max_by_key(|(_, c)| **c)?;
