@@ -5,11 +5,13 @@
 //! `idemctl` binary, exactly as operators and services do.
 
 mod binaries;
+mod cluster;
 mod node;
 mod ports;
 
 pub use binaries::{binary, idemctl};
-pub use node::{Node, NodeOptions};
+pub use cluster::{poll, region_of, Cluster, ClusterOptions};
+pub use node::{MemberSpec, Node, NodeAddrs, NodeOptions};
 pub use ports::free_port;
 
 use idem_client::{Client, ClientOptions};

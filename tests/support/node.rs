@@ -39,6 +39,42 @@ impl NodeOptions {
     }
 }
 
+/// The three loopback addresses of a node, allocated before it starts (a cluster lists
+/// every member's addresses in every node's configuration).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeAddrs {
+    /// Public gRPC API address.
+    pub api: SocketAddr,
+    /// Raft address.
+    pub raft: SocketAddr,
+    /// HTTP (metrics, health) address.
+    pub http: SocketAddr,
+}
+
+impl NodeAddrs {
+    /// Three ports that were free a moment ago.
+    pub fn allocate() -> NodeAddrs {
+        NodeAddrs {
+            api: free_port(),
+            raft: free_port(),
+            http: free_port(),
+        }
+    }
+}
+
+/// One member of a cluster as listed in `[cluster] initial_members`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberSpec {
+    /// Raft node id.
+    pub id: u64,
+    /// The member's addresses.
+    pub addrs: NodeAddrs,
+    /// Region name.
+    pub region: String,
+    /// Zone name.
+    pub zone: String,
+}
+
 /// A running (or stopped) `idemd`.
 pub struct Node {
     /// Raft node id.
@@ -53,6 +89,7 @@ pub struct Node {
     options: NodeOptions,
     child: Option<Child>,
     starts: u32,
+    config: Option<PathBuf>,
 }
 
 impl Node {
@@ -68,10 +105,55 @@ impl Node {
             options,
             child: None,
             starts: 0,
+            config: None,
         };
         node.spawn(&[]);
         node.wait_ready();
         node
+    }
+
+    /// A member of a multi-node cluster, not started yet: node `id` on `addrs`, with an
+    /// `idemd.toml` in its directory holding `config` (raft timings, region, ...) and a
+    /// `[cluster]` section listing `members` (`join = true` and no list when `join`).
+    pub fn cluster_member(
+        id: u64,
+        addrs: NodeAddrs,
+        members: &[MemberSpec],
+        join: bool,
+        config: &str,
+        options: NodeOptions,
+    ) -> Node {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("idem-n{id}-"))
+            .tempdir()
+            .expect("temp dir");
+        let path = dir.path().join("idemd.toml");
+        std::fs::write(&path, member_config(config, members, join)).expect("write idemd.toml");
+        Node {
+            id,
+            api_addr: addrs.api,
+            raft_addr: addrs.raft,
+            http_addr: addrs.http,
+            dir,
+            options,
+            child: None,
+            starts: 0,
+            config: Some(path),
+        }
+    }
+
+    /// The node's addresses.
+    pub fn addrs(&self) -> NodeAddrs {
+        NodeAddrs {
+            api: self.api_addr,
+            raft: self.raft_addr,
+            http: self.http_addr,
+        }
+    }
+
+    /// True when `/healthz` answers 200 right now (the node knows a leader).
+    pub fn is_healthy(&self) -> bool {
+        http_status(self.http_addr, "/healthz") == Some(200)
     }
 
     /// The API endpoint as a client expects it.
@@ -90,6 +172,9 @@ impl Node {
         self.starts += 1;
         let log = File::create(self.log_path(self.starts)).expect("log file");
         let mut command = Command::new(binary("idemd"));
+        if let Some(config) = &self.config {
+            command.arg("--config").arg(config);
+        }
         command
             .arg("--node-id")
             .arg(self.id.to_string())
@@ -190,6 +275,29 @@ impl Node {
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
+}
+
+/// The TOML text of a cluster member: `config` (top-level keys and tables other than
+/// `[cluster]`) followed by the `[cluster]` section.
+fn member_config(config: &str, members: &[MemberSpec], join: bool) -> String {
+    let mut text = String::from(config);
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("\n[cluster]\n");
+    if join {
+        text.push_str("join = true\n");
+    } else {
+        text.push_str("initial_members = [\n");
+        for m in members {
+            text.push_str(&format!(
+                "  {{ id = {}, raft_addr = \"{}\", api_addr = \"{}\", region = \"{}\", zone = \"{}\" }},\n",
+                m.id, m.addrs.raft, m.addrs.api, m.region, m.zone
+            ));
+        }
+        text.push_str("]\n");
+    }
+    text
 }
 
 impl Drop for Node {
