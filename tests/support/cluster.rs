@@ -356,9 +356,11 @@ impl Cluster {
     pub async fn remove_node(&mut self, id: u64) {
         let leader = self.leader().await;
         if leader == id {
+            // The newest other node: the likeliest to stay.
             let to = self
                 .ids()
                 .into_iter()
+                .rev()
                 .find(|other| *other != id)
                 .expect("another node");
             self.transfer_leader(to).await;
@@ -385,8 +387,9 @@ impl Cluster {
     }
 
     /// Runs `idemctl -w json ARGS` against the running nodes, retrying while it exits 3
-    /// (no node answered, or the outcome is unknown: membership commands are idempotent);
-    /// panics on any other failure. Returns stdout.
+    /// (no node answered, or the outcome is unknown: membership commands are idempotent) or
+    /// answers `WRONG_STATE` (a membership change in progress); panics on any other failure.
+    /// Returns stdout.
     pub async fn ctl(&mut self, args: &[&str]) -> String {
         let endpoints = self
             .running()
@@ -395,7 +398,7 @@ impl Cluster {
             .collect::<Vec<_>>()
             .join(",");
         let mut last = String::new();
-        for _ in 0..5 {
+        for _ in 0..10 {
             let output = tokio::process::Command::new(idemctl())
                 .args(["--endpoints", &endpoints, "-w", "json"])
                 .args(args)
@@ -411,7 +414,9 @@ impl Cluster {
                 output.status.code(),
                 String::from_utf8_lossy(&output.stderr)
             );
-            if output.status.code() != Some(3) {
+            // 3: unavailable or outcome unknown; WRONG_STATE: another membership change is
+            // still in progress. Both pass.
+            if output.status.code() != Some(3) && !stdout.contains("WRONG_STATE") {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
