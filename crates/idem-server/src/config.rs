@@ -27,6 +27,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, Parser};
 use idem_core::{Policy, Risk, Scope};
 
+use crate::cluster::{ClusterConfig, InitialMember};
 use crate::policy::{EndpointPolicy, Policies};
 
 /// Default public gRPC API address.
@@ -116,6 +117,8 @@ pub struct Config {
     pub raft: RaftConfig,
     /// Default and per-endpoint policies.
     pub policies: Policies,
+    /// Initial members and bootstrap mode (`[cluster]`).
+    pub cluster: ClusterConfig,
 }
 
 impl Default for Config {
@@ -139,6 +142,7 @@ impl Default for Config {
             shutdown_grace: Duration::from_secs(10),
             raft: RaftConfig::default(),
             policies: Policies::default(),
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -260,6 +264,13 @@ pub struct Cli {
     /// Default limit of a stored result in bytes [env: IDEM_DEFAULT_MAX_RESULT_BYTES] [default: 16384]
     #[arg(long, value_name = "BYTES")]
     default_max_result_bytes: Option<String>,
+    /// An initial cluster member, repeatable; the lowest id bootstraps the cluster
+    /// [env: IDEM_INITIAL_MEMBERS, members separated by ;]
+    #[arg(long, value_name = "ID=RAFT_ADDR,API_ADDR[,REGION[,ZONE]]")]
+    initial_member: Vec<String>,
+    /// Start without bootstrapping and wait to be added with `idemctl member add` [env: IDEM_JOIN]
+    #[arg(long)]
+    join: bool,
 }
 
 /// One scalar key: its dotted name in the file; its flag and environment variable derive
@@ -324,7 +335,9 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "raft",
     "policy",
     "policies",
+    "cluster",
 ];
+const CLUSTER_KEYS: &[&str] = &["initial_members", "join"];
 const RAFT_KEYS: &[&str] = &["heartbeat_interval", "election_timeout", "snapshot_logs"];
 const POLICY_KEYS: &[&str] = &["lease", "retention", "risk", "max_result_bytes"];
 
@@ -462,22 +475,25 @@ impl Config {
         })
     }
 
-    /// The Raft configuration this node runs with.
-    pub fn raft_config(&self) -> openraft::Config {
-        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let election = millis(self.raft.election_timeout);
-        openraft::Config {
-            cluster_name: "idem".to_owned(),
-            heartbeat_interval: millis(self.raft.heartbeat_interval),
+    /// The Raft configuration this node runs with (validated): Pre-Vote on, election
+    /// timeout between `raft.election_timeout` and twice it, a snapshot every
+    /// `raft.snapshot_logs` entries with a tail of a tenth of that (at least 100 entries)
+    /// kept so a briefly lagging follower catches up by replication, not by a snapshot.
+    pub fn raft_config(&self) -> Result<openraft::Config, openraft::ConfigError> {
+        let election = self.raft.election_timeout;
+        let timeouts = idem_raft::RaftTimeouts {
+            heartbeat_interval: self.raft.heartbeat_interval,
             election_timeout_min: election,
-            election_timeout_max: election.saturating_mul(2),
-            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(self.raft.snapshot_logs),
-            // Keep a tail of the log behind each snapshot so a briefly lagging follower
-            // catches up by replication instead of a snapshot transfer.
+            election_timeout_max: election * 2,
+            install_snapshot_timeout: Duration::from_secs(10),
+            pre_vote: true,
+        };
+        let log = idem_raft::LogPolicy {
+            snapshot_logs_since_last: self.raft.snapshot_logs,
             max_in_snapshot_log_to_keep: (self.raft.snapshot_logs / 10).max(100),
-            purge_batch_size: 256,
-            ..openraft::Config::default()
-        }
+            ..idem_raft::LogPolicy::default()
+        };
+        timeouts.config_with("idem", &log)
     }
 
     /// The effective configuration as TOML (a valid configuration file).
@@ -548,6 +564,15 @@ impl Config {
             endpoints.insert(endpoint.clone(), toml::Value::Table(table));
         }
         root.insert("policies".into(), toml::Value::Table(endpoints));
+
+        let mut cluster = toml::Table::new();
+        let members = self.cluster.initial_members.iter();
+        cluster.insert(
+            "initial_members".into(),
+            toml::Value::Array(members.map(InitialMember::to_toml).collect()),
+        );
+        cluster.insert("join".into(), toml::Value::Boolean(self.cluster.join));
+        root.insert("cluster".into(), toml::Value::Table(cluster));
         toml::to_string(&root).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }
 }
@@ -601,6 +626,9 @@ fn unknown_keys(table: &toml::Table, path: &Path) -> Vec<String> {
     if let Some(policy) = table.get("policy").and_then(toml::Value::as_table) {
         check("policy.", policy, POLICY_KEYS);
     }
+    if let Some(cluster) = table.get("cluster").and_then(toml::Value::as_table) {
+        check("cluster.", cluster, CLUSTER_KEYS);
+    }
     if let Some(endpoints) = table.get("policies").and_then(toml::Value::as_table) {
         for (endpoint, value) in endpoints {
             if let Some(custom) = value.as_table() {
@@ -608,7 +636,7 @@ fn unknown_keys(table: &toml::Table, path: &Path) -> Vec<String> {
             }
         }
     }
-    for section in ["raft", "policy", "policies"] {
+    for section in ["raft", "policy", "policies", "cluster"] {
         if let Some(value) = table.get(section).filter(|v| !v.is_table()) {
             problems.push(format!(
                 "{section} (in file {}): expected a table, got a {}",
@@ -672,6 +700,8 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
     );
     let raft = build_raft(sources, &mut p);
     let policies = build_policies(sources, &mut p);
+    let cluster = build_cluster(sources, &mut p);
+    p.extend(cluster.problems(node_id, raft_addr, api_addr));
     if !p.is_empty() {
         return Err(ConfigError::Invalid(p));
     }
@@ -694,7 +724,95 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
         shutdown_grace,
         raft,
         policies,
+        cluster,
     })
+}
+
+/// `[cluster]`: `initial_members` from `--initial-member` flags, else `IDEM_INITIAL_MEMBERS`
+/// (`;`-separated), else the file; `join` from `--join`, else `IDEM_JOIN`, else the file.
+fn build_cluster(sources: &Sources<'_>, p: &mut Vec<String>) -> ClusterConfig {
+    let file = sources
+        .file
+        .as_ref()
+        .and_then(|(t, path)| Some((t.get("cluster")?.as_table()?, path)));
+    let flags: Vec<String> = sources
+        .matches
+        .get_many::<String>("initial_member")
+        .map(|v| v.cloned().collect())
+        .unwrap_or_default();
+    let mut initial_members = Vec::new();
+    let mut flag_form = |texts: Vec<String>, origin: &str, p: &mut Vec<String>| {
+        for text in texts.iter().filter(|t| !t.trim().is_empty()) {
+            match InitialMember::parse_flag(text) {
+                Ok(member) => initial_members.push(member),
+                Err(why) => p.push(format!(
+                    "cluster.initial_members = {text:?} (from {origin}): {why}"
+                )),
+            }
+        }
+    };
+    if !flags.is_empty() {
+        flag_form(flags, "flag --initial-member", p);
+    } else if let Some(env) = (sources.env)("IDEM_INITIAL_MEMBERS") {
+        let texts = env.split(';').map(str::to_owned).collect();
+        flag_form(texts, "environment IDEM_INITIAL_MEMBERS", p);
+    } else if let Some((table, path)) = file {
+        match table.get("initial_members").map(|v| (v, v.as_array())) {
+            None => {}
+            Some((_, Some(members))) => {
+                for (i, value) in members.iter().enumerate() {
+                    match InitialMember::from_toml(value) {
+                        Ok(member) => initial_members.push(member),
+                        Err(why) => p.push(format!(
+                            "cluster.initial_members[{i}] (in file {}): {why}",
+                            path.display()
+                        )),
+                    }
+                }
+            }
+            Some((value, None)) => p.push(format!(
+                "cluster.initial_members (in file {}): expected an array of tables, got a {}",
+                path.display(),
+                value.type_str()
+            )),
+        }
+    }
+    let join = cluster_join(sources, file, p);
+    ClusterConfig {
+        initial_members,
+        join,
+    }
+}
+
+fn cluster_join(
+    sources: &Sources<'_>,
+    file: Option<(&toml::Table, &PathBuf)>,
+    p: &mut Vec<String>,
+) -> bool {
+    if sources.matches.get_flag("join") {
+        return true;
+    }
+    let (text, origin) = if let Some(env) = (sources.env)("IDEM_JOIN") {
+        (env, "environment IDEM_JOIN".to_owned())
+    } else if let Some(value) = file.and_then(|(t, path)| Some((t.get("join")?, path))) {
+        let origin = format!("file {}", value.1.display());
+        match value.0 {
+            toml::Value::Boolean(b) => return *b,
+            other => (other.to_string(), origin),
+        }
+    } else {
+        return false;
+    };
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => true,
+        "false" | "0" | "no" | "" => false,
+        _ => {
+            p.push(format!(
+                "cluster.join = {text:?} (from {origin}): expected true or false"
+            ));
+            false
+        }
+    }
 }
 
 fn build_raft(sources: &Sources<'_>, p: &mut Vec<String>) -> RaftConfig {
@@ -1194,7 +1312,8 @@ risk = "EXTREME"
 
     #[test]
     fn raft_config_is_valid() {
-        let raft = Config::default().raft_config().validate().unwrap();
+        let raft = Config::default().raft_config().unwrap();
+        assert_eq!(raft.enable_pre_vote, Some(true));
         assert_eq!(raft.heartbeat_interval, 250);
         assert_eq!(raft.election_timeout_min, 1000);
         assert_eq!(raft.election_timeout_max, 2000);

@@ -19,6 +19,7 @@
 //!   ([`api::IdempotencyService`], [`api::AdminService`]) depend on nothing else.
 
 pub mod api;
+pub mod cluster;
 pub mod config;
 pub mod failpoint;
 pub mod http;
@@ -31,6 +32,7 @@ pub mod stats;
 pub mod sweep;
 pub mod telemetry;
 
+pub use cluster::{ClusterConfig, InitialMember};
 pub use config::{Config, ConfigError, LogFormat};
 pub use node::{Node, NodeError, NodeHandle};
 pub use policy::Policies;

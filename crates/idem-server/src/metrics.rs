@@ -52,6 +52,9 @@ pub struct Metrics {
     /// `idem_raft_timeouts_total{op}`: Raft writes (`write`) and read barriers (`read`) that
     /// timed out and were answered `UNAVAILABLE_OUTCOME_UNKNOWN`.
     pub raft_timeouts: IntCounterVec,
+    /// `idem_forwarded_total{kind}`: requests this follower forwarded to the leader
+    /// (`propose`, `read_index`, `membership`), counted when the leader answered.
+    pub forwarded: IntCounterVec,
     /// `idem_raft_term`.
     pub raft_term: IntGauge,
     /// `idem_raft_is_leader`: 1 on the leader.
@@ -136,6 +139,7 @@ impl Metrics {
             rpc_errors: counter_vec(&r, "idem_rpc_errors_total", "Failed gRPC requests, by method and machine-readable reason.", &["method", "reason"]),
             raft_write_duration: histogram_vec(&r, "idem_raft_write_duration_seconds", "Time from proposing a command to its applied outcome, by command.", &["command"]),
             raft_timeouts: counter_vec(&r, "idem_raft_timeouts_total", "Raft writes and read barriers that timed out (answered UNAVAILABLE_OUTCOME_UNKNOWN).", &["op"]),
+            forwarded: counter_vec(&r, "idem_forwarded_total", "Requests forwarded by this follower to the leader and answered, by kind (propose, read_index, membership).", &["kind"]),
             raft_term: gauge(&r, "idem_raft_term", "Current Raft term."),
             raft_is_leader: gauge(&r, "idem_raft_is_leader", "1 when this node is the Raft leader."),
             raft_has_leader: gauge(&r, "idem_raft_has_leader", "1 when this node knows a Raft leader."),

@@ -6,19 +6,22 @@
 //!    belongs to; starting it under another id is refused (exit code 2), because a Raft log
 //!    reused under a different identity would corrupt a cluster.
 //! 2. **Store and Raft.** `idem_store::open` gives the log store, state machine and reader
-//!    over one RocksDB; Raft is built over them with the single-node network
-//!    ([`crate::raft::network`]).
-//! 3. **Bootstrap.** If the store holds no Raft state, a one-voter membership with this node
-//!    is initialized; otherwise Raft recovers from its log and the node waits until the
-//!    state machine has caught up with what was committed before the restart.
+//!    over one RocksDB; Raft is built over them with the gRPC transport of `idem-raft`.
+//!    The Raft port serves the Raft RPCs and the node-internal `Forward` service
+//!    ([`crate::raft::forward_service`]) before bootstrap, so peers can reach the node
+//!    from the start.
+//! 3. **Bootstrap** ([`crate::cluster`]). If the store holds no Raft state: the node with
+//!    the lowest initial-member id (or a node alone) initializes the group; the other
+//!    initial members and `join` nodes wait for the leader's replication. Otherwise Raft
+//!    recovers from its log and the node waits until the state machine has caught up
+//!    with what was committed before the restart — a restarted node never initializes.
 //! 4. **Serve.** The gRPC port (Idempotency, Admin, health, reflection), the HTTP port
 //!    (`/metrics`, `/healthz`), the expiry sweep and the health reporter run as tasks.
 //!
 //! [`NodeHandle::shutdown`] (or a cancelled [`NodeHandle::shutdown_token`], which is what
 //! SIGTERM does) stops accepting, lets in-flight requests finish within `shutdown_grace`,
-//! shuts Raft down and closes the store.
+//! shuts Raft down, stops the Raft port and closes the store.
 
-use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -40,11 +43,12 @@ use tonic_health::ServingStatus;
 
 use crate::api::convert::BodyLimits;
 use crate::api::{request_too_large_layer, AdminService, ApiContext, Backend, IdempotencyService};
+use crate::cluster::Bootstrap;
 use crate::config::Config;
 use crate::failpoint::Failpoints;
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
-use crate::raft::network::SingleNodeNetwork;
+use crate::raft::forward_service::ForwardService;
 use crate::raft::{Raft, RaftBackend};
 use crate::stats::StatsCache;
 use crate::sweep::{self, SweepConfig};
@@ -121,7 +125,9 @@ pub struct NodeHandle {
     node_id: u64,
     api_addr: SocketAddr,
     http_addr: SocketAddr,
+    raft_addr: SocketAddr,
     raft: Raft,
+    raft_port: RaftPort,
     backend: Arc<RaftBackend>,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
@@ -133,8 +139,8 @@ pub struct NodeHandle {
 }
 
 impl Node {
-    /// Opens the data directory, starts Raft (bootstrapping a one-voter group on first
-    /// start) and serves the gRPC and HTTP ports.
+    /// Opens the data directory, starts Raft and its port, bootstraps (see
+    /// [`crate::cluster`]) and serves the gRPC and HTTP ports.
     pub async fn start(config: Config) -> Result<NodeHandle, NodeError> {
         claim_data_dir(&config.data_dir, config.node_id)?;
         let dir = config.data_dir.clone();
@@ -142,21 +148,27 @@ impl Node {
             tokio::task::spawn_blocking(move || idem_store::open(&dir))
                 .await
                 .map_err(|e| NodeError::Raft(format!("opening the store: {e}")))??;
+        let raft_listener = bind("Raft", config.raft_addr).await?;
+        // The membership records the address peers can reach (the bound port, not 0).
+        let config = Config {
+            raft_addr: local_addr("Raft", &raft_listener, config.raft_addr)?,
+            ..config
+        };
         let raft_config = config
             .raft_config()
-            .validate()
             .map_err(|e| NodeError::Raft(e.to_string()))?;
+        let network = idem_raft::Network::new(config.node_id, idem_raft::NetworkOptions::default());
         let raft = Raft::new(
             config.node_id,
             Arc::new(raft_config),
-            SingleNodeNetwork,
+            network,
             log,
             state_machine,
         )
         .await
         .map_err(|e| NodeError::Raft(format!("starting: {e}")))?;
         // Stop Raft if anything below fails, so the store closes.
-        match Self::serve(config, raft.clone(), reader).await {
+        match Self::serve(config, raft.clone(), reader, raft_listener).await {
             Ok(handle) => Ok(handle),
             Err(error) => {
                 let _ = raft.shutdown().await;
@@ -169,18 +181,12 @@ impl Node {
         config: Config,
         raft: Raft,
         reader: idem_store::StateReader,
+        raft_listener: TcpListener,
     ) -> Result<NodeHandle, NodeError> {
         let api_listener = bind("gRPC API", config.api_addr).await?;
         let http_listener = bind("HTTP", config.http_addr).await?;
         let api_addr = local_addr("gRPC API", &api_listener, config.api_addr)?;
         let http_addr = local_addr("HTTP", &http_listener, config.http_addr)?;
-        // The membership records the address clients can reach (the bound port, not 0).
-        let bootstrap_config = Config {
-            api_addr,
-            ..config.clone()
-        };
-        bootstrap(&raft, &bootstrap_config).await?;
-
         let metrics = Arc::new(Metrics::new());
         let backend = Arc::new(
             RaftBackend::new(
@@ -193,6 +199,17 @@ impl Node {
             )
             .with_failpoints(failpoints()),
         );
+        let raft_port = RaftPort::spawn(&raft, Arc::clone(&backend), raft_listener);
+        // The membership records the address clients can reach (the bound port, not 0).
+        let bootstrap_config = Config {
+            api_addr,
+            ..config.clone()
+        };
+        if let Err(error) = bootstrap(&raft, &bootstrap_config).await {
+            raft_port.stop().await;
+            return Err(error);
+        }
+
         let dyn_backend: Arc<dyn Backend> = backend.clone();
         let shutdown = CancellationToken::new();
         let stats = Arc::new(StatsCache::default());
@@ -253,7 +270,9 @@ impl Node {
             node_id: config.node_id,
             api_addr,
             http_addr,
+            raft_addr: config.raft_addr,
             raft,
+            raft_port,
             backend,
             metrics,
             shutdown,
@@ -331,7 +350,8 @@ fn claim_data_dir(dir: &Path, node_id: u64) -> Result<(), NodeError> {
     }
 }
 
-/// Initializes a one-voter group on first start; waits for recovery on restarts.
+/// Recovers on restarts; on a first start initializes the group or waits, by the
+/// [`Bootstrap`] rule of the `[cluster]` section.
 async fn bootstrap(raft: &Raft, config: &Config) -> Result<(), NodeError> {
     let initialized = raft
         .is_initialized()
@@ -344,16 +364,63 @@ async fn bootstrap(raft: &Raft, config: &Config) -> Result<(), NodeError> {
             .map_err(|e| NodeError::Raft(format!("recovering the state machine: {e}")))?;
         return Ok(());
     }
-    let members = BTreeMap::from([(config.node_id, node_info(config))]);
-    tracing::info!(
-        node_id = config.node_id,
-        "no raft state; bootstrapping a single-voter group"
-    );
+    let members = match config.cluster.bootstrap(config.node_id, node_info(config)) {
+        Bootstrap::Wait => {
+            tracing::info!(
+                node_id = config.node_id,
+                join = config.cluster.join,
+                "no raft state; waiting to be replicated to by the leader"
+            );
+            return Ok(());
+        }
+        Bootstrap::Initialize(members) => members,
+    };
+    let ids: Vec<u64> = members.keys().copied().collect();
+    tracing::info!(node_id = config.node_id, members = ?ids, "no raft state; initializing the group");
     match raft.initialize(members).await {
         Ok(()) => Ok(()),
         // Someone initialized it in the meantime: the goal is reached.
         Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Ok(()),
         Err(e) => Err(NodeError::Raft(format!("bootstrapping: {e}"))),
+    }
+}
+
+/// The Raft port: the Raft RPCs of every group this node serves and the `Forward` service.
+struct RaftPort {
+    registry: idem_raft::GroupRegistry,
+    stop: CancellationToken,
+    task: JoinHandle<Result<(), tonic::transport::Error>>,
+}
+
+impl RaftPort {
+    fn spawn(raft: &Raft, backend: Arc<RaftBackend>, listener: TcpListener) -> Self {
+        let registry = idem_raft::GroupRegistry::new();
+        registry.insert(idem_raft::GLOBAL_GROUP, raft.clone());
+        let stop = CancellationToken::new();
+        let server = idem_raft::server_builder(&idem_raft::NetworkOptions::default())
+            .add_service(idem_raft::RaftService::server(registry.clone()))
+            .add_service(ForwardService::server(backend))
+            .serve_with_incoming_shutdown(
+                TcpIncoming::from(listener),
+                stop.clone().cancelled_owned(),
+            );
+        RaftPort {
+            registry,
+            stop,
+            task: tokio::spawn(server),
+        }
+    }
+
+    /// Stops serving (after Raft shut down, so peers see it unreachable, not half-alive).
+    async fn stop(self) {
+        self.registry.remove(idem_raft::GLOBAL_GROUP);
+        self.stop.cancel();
+        match tokio::time::timeout(Duration::from_secs(5), self.task).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "raft port stopped with an error"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "raft port task failed"),
+            Err(_elapsed) => tracing::warn!("raft port did not stop within 5s"),
+        }
     }
 }
 
@@ -482,7 +549,12 @@ impl NodeHandle {
         self.http_addr
     }
 
-    /// The Raft handle (for the cluster work: membership changes, metrics).
+    /// The bound Raft address (recorded in the membership).
+    pub fn raft_addr(&self) -> SocketAddr {
+        self.raft_addr
+    }
+
+    /// The Raft handle (metrics, tests).
     pub fn raft(&self) -> &Raft {
         &self.raft
     }
@@ -537,6 +609,7 @@ impl NodeHandle {
     pub async fn stopped(self) -> Result<(), NodeError> {
         let NodeHandle {
             raft,
+            raft_port,
             backend,
             shutdown,
             grace,
@@ -595,7 +668,7 @@ impl NodeHandle {
                 }
             }
         }
-        finish(raft, backend, background, failure).await
+        finish(raft, raft_port, backend, background, failure).await
     }
 }
 
@@ -637,6 +710,7 @@ fn flatten_result<E: std::fmt::Display>(
 
 async fn finish(
     raft: Raft,
+    raft_port: RaftPort,
     backend: Arc<RaftBackend>,
     background: Vec<JoinHandle<()>>,
     failure: Option<NodeError>,
@@ -644,9 +718,11 @@ async fn finish(
     for task in background {
         let _ = task.await;
     }
+    raft_port.registry.remove(idem_raft::GLOBAL_GROUP);
     if let Err(e) = raft.shutdown().await {
         tracing::error!(error = %e, "raft did not shut down cleanly");
     }
+    raft_port.stop().await;
     // The last references to the store: dropping them closes RocksDB.
     drop(backend);
     drop(raft);

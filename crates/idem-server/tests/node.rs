@@ -20,6 +20,7 @@ fn config(dir: &Path) -> Config {
     let mut config = Config {
         data_dir: dir.to_path_buf(),
         api_addr: any,
+        raft_addr: any,
         http_addr: any,
         max_request_bytes: 256 * 1024,
         max_body_bytes: 64 * 1024,

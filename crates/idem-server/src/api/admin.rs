@@ -1,4 +1,5 @@
-//! The `idem.v1.Admin` service: listing, reconciliation, purge and node status.
+//! The `idem.v1.Admin` service: listing, reconciliation, purge, node status and (through
+//! `members`) cluster membership.
 //!
 //! Changes (reconcile, purge) are core commands through the same Raft path as worker
 //! commands, so each one is audited in the same atomic write as the change. Listing is a
@@ -16,7 +17,7 @@ use idem_proto::v1 as pb;
 use idem_proto::v1::admin_server::Admin;
 use tonic::{Request, Response, Status};
 
-use crate::api::convert;
+use crate::api::{convert, members};
 use crate::api::{observe, record_operation, ApiContext, ApiError, Backend};
 
 /// `ListOperations` page size when the request says 0.
@@ -276,6 +277,7 @@ impl AdminService {
                     raft_addr: m.raft_addr.clone(),
                     api_addr: m.api_addr.clone(),
                     voter: m.voter,
+                    ..pb::Member::default()
                 })
                 .collect(),
             version: crate::VERSION.to_owned(),
@@ -344,6 +346,50 @@ impl Admin for AdminService {
             AdminService::status(self),
         )
         .await
+    }
+
+    async fn list_members(
+        &self,
+        _request: Request<pb::ListMembersRequest>,
+    ) -> Result<Response<pb::ListMembersResponse>, Status> {
+        let ctx = &self.ctx;
+        observe(&ctx.metrics, "admin", "list_members", members::list(ctx)).await
+    }
+
+    async fn add_member(
+        &self,
+        request: Request<pb::AddMemberRequest>,
+    ) -> Result<Response<pb::AddMemberResponse>, Status> {
+        let ctx = &self.ctx;
+        let handler = members::add(ctx, request.into_inner());
+        observe(&ctx.metrics, "admin", "add_member", handler).await
+    }
+
+    async fn promote_member(
+        &self,
+        request: Request<pb::PromoteMemberRequest>,
+    ) -> Result<Response<pb::MembersResponse>, Status> {
+        let ctx = &self.ctx;
+        let handler = members::promote(ctx, request.into_inner());
+        observe(&ctx.metrics, "admin", "promote_member", handler).await
+    }
+
+    async fn remove_member(
+        &self,
+        request: Request<pb::RemoveMemberRequest>,
+    ) -> Result<Response<pb::MembersResponse>, Status> {
+        let ctx = &self.ctx;
+        let handler = members::remove(ctx, request.into_inner());
+        observe(&ctx.metrics, "admin", "remove_member", handler).await
+    }
+
+    async fn transfer_leader(
+        &self,
+        request: Request<pb::TransferLeaderRequest>,
+    ) -> Result<Response<pb::TransferLeaderResponse>, Status> {
+        let ctx = &self.ctx;
+        let handler = members::transfer(ctx, request.into_inner());
+        observe(&ctx.metrics, "admin", "transfer_leader", handler).await
     }
 }
 

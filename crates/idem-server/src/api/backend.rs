@@ -4,16 +4,16 @@
 //! openraft or RocksDB directly. The node backs this trait with Raft
 //! ([`crate::raft::RaftBackend`]); unit tests back it with the core's in-memory store and
 //! `apply`, which runs the very same semantics without a log. Swapping the one-voter group
-//! for a replicated one (or adding forwarding to the leader) changes the backend only.
+//! for a replicated one, or forwarding to the leader, changes the backend only.
 
 use futures::future::BoxFuture;
 use idem_core::{Command, OperationId, Outcome, Record, RecordKey, Timestamp};
 use tokio::sync::watch;
 
-use crate::api::ApiError;
+use crate::api::{ApiError, MembershipChange, MembershipView};
 
 /// One member of the Raft group, as reported by `Admin.Status`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MemberInfo {
     /// Raft node id.
     pub id: u64,
@@ -103,4 +103,18 @@ pub trait Backend: Send + Sync + 'static {
 
     /// This node's view of the group.
     fn raft_status(&self) -> RaftStatus;
+
+    /// Runs a membership call on the leader (forwarded from a follower), bounded by the
+    /// write timeout. Backends without a Raft group refuse it.
+    fn membership(
+        &self,
+        _change: MembershipChange,
+    ) -> BoxFuture<'_, Result<MembershipView, ApiError>> {
+        Box::pin(async {
+            Err(ApiError::refused(
+                idem_proto::reason::WRONG_STATE,
+                "this backend has no Raft group to change",
+            ))
+        })
+    }
 }

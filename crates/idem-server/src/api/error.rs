@@ -44,6 +44,16 @@ pub enum ApiError {
     /// or may not have taken effect.
     #[error("{0}")]
     OutcomeUnknown(String),
+    /// Refused before anything changed, for a reason other than malformed input: a
+    /// membership change the cluster's state does not allow (`WRONG_STATE`), an unknown
+    /// member (`NOT_FOUND`), or such an answer relayed from the leader.
+    #[error("{message}")]
+    Refused {
+        /// The machine-readable reason.
+        reason: &'static str,
+        /// Why, for a person.
+        message: String,
+    },
     /// A bug or a storage failure on this node.
     #[error("{0}")]
     Internal(String),
@@ -63,6 +73,14 @@ impl ApiError {
         Self::invalid(reason::INVALID_ARGUMENT, message)
     }
 
+    /// [`ApiError::Refused`] with the given reason.
+    pub fn refused(reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError::Refused {
+            reason,
+            message: message.into(),
+        }
+    }
+
     /// The machine-readable reason of this error.
     pub fn reason(&self) -> &'static str {
         match self {
@@ -70,6 +88,7 @@ impl ApiError {
             ApiError::Rejected(rejection) => rejection.reason(),
             ApiError::NotLeader { .. } => reason::NOT_LEADER,
             ApiError::OutcomeUnknown(_) => reason::UNAVAILABLE_OUTCOME_UNKNOWN,
+            ApiError::Refused { reason, .. } => reason,
             ApiError::Internal(_) => reason::INTERNAL,
         }
     }

@@ -10,8 +10,11 @@ mod admin;
 mod backend;
 pub mod convert;
 mod error;
+pub mod forwarded;
 mod idempotency;
 mod limit;
+mod members;
+mod membership;
 #[cfg(test)]
 mod service_tests;
 #[cfg(test)]
@@ -30,6 +33,7 @@ pub use backend::{Backend, MemberInfo, RaftStatus};
 pub use error::ApiError;
 pub use idempotency::{claim_response, IdempotencyService};
 pub use limit::request_too_large_layer;
+pub use membership::{MemberView, MembershipChange, MembershipView};
 
 use crate::api::convert::BodyLimits;
 use crate::metrics::Metrics;
@@ -71,7 +75,7 @@ pub(crate) async fn observe<T>(
         operation_id = tracing::field::Empty,
     );
     let started = Instant::now();
-    let result = handler.instrument(span.clone()).await;
+    let (result, leader_addr) = forwarded::scope(handler.instrument(span.clone())).await;
     let elapsed = started.elapsed();
     let code = match &result {
         Ok(_) => "Ok".to_owned(),
@@ -88,7 +92,13 @@ pub(crate) async fn observe<T>(
     match result {
         Ok(response) => {
             tracing::debug!(elapsed_ms = elapsed.as_millis() as u64, "ok");
-            Ok(Response::new(response))
+            let mut response = Response::new(response);
+            if let Some(value) = leader_addr.and_then(|a| a.parse().ok()) {
+                response
+                    .metadata_mut()
+                    .insert(idem_proto::reason::LEADER_ADDR_METADATA_KEY, value);
+            }
+            Ok(response)
         }
         Err(error) => {
             let reason = error.reason();

@@ -1,37 +1,77 @@
-//! The Raft side of a node: proposing commands, read-index barriers, the group's status.
+//! The Raft side of a node: proposing commands, read-index barriers, membership, the
+//! group's status — on the leader, or forwarded to it from a follower.
 //!
-//! [`RaftBackend`] is the [`Backend`] the API runs on. Its two rules:
+//! [`RaftBackend`] is the [`Backend`] the API runs on. Its rules:
 //!
-//! - **The leader stamps time.** A command is stamped with the wall clock of the node that
-//!   proposes it, and only the leader proposes (a follower answers `NOT_LEADER` before
-//!   stamping), so lease expiry is decided by the leader's clock and, through
-//!   `max(stamp, last stamp)` in apply, identically on every replica.
+//! - **Any node accepts any request.** A follower forwards writes, read barriers and
+//!   membership calls to the leader over the node-internal `Forward` service on the Raft
+//!   port ([`forward`], [`forward_service`]). While no leader is known, or the leader is
+//!   unreachable before anything was sent, it routes again within the timeout; only when
+//!   the timeout runs out that way does it answer `NOT_LEADER` with its best hint.
+//! - **The leader stamps time.** A command is stamped with the wall clock of the leader
+//!   that proposes it (a follower forwards the unstamped command), so lease expiry is
+//!   decided by the leader's clock and, through `max(stamp, last stamp)` in apply,
+//!   identically on every replica.
 //! - **Nothing waits unboundedly, and a timeout is never a "no".** openraft does not step a
-//!   leader down when it loses its quorum, so every `client_write` and every read-index is
-//!   wrapped in a timeout. A write that times out may still commit: it is reported as
-//!   `UNAVAILABLE_OUTCOME_UNKNOWN` and the client retries with the same key, holder or
-//!   fence, which the state machine makes safe. The same holds for an entry discarded by a
-//!   leader change (`LogEntryDiscarded`): it may have committed elsewhere.
+//!   leader down when it loses its quorum, so every write and every read index is bounded
+//!   (`write_timeout`, `read_timeout`). A write that times out, is discarded by a leader
+//!   change (`LogEntryDiscarded`) or loses its connection to the leader after being sent
+//!   may still commit: it is `UNAVAILABLE_OUTCOME_UNKNOWN`, and the client retries with the
+//!   same key, holder or fence, which the state machine makes safe.
+//! - **Follower reads are linearizable.** The follower asks the leader for a read index
+//!   (the leader confirms its leadership with a quorum), then waits until its own state
+//!   machine applied that index before reading locally.
 
-pub mod network;
+pub mod forward;
+pub mod forward_service;
+pub mod membership;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use idem_core::{Command, OperationId, Outcome, Record, RecordKey, Timestamp};
+use idem_proto::raft_v1::forward_reply::Result as Reply;
 use idem_store::{NodeInfo, Request, StateReader, TypeConfig};
 use openraft::async_runtime::WatchReceiver;
-use openraft::error::{ClientWriteError, ForwardToLeader, LinearizableReadError, RaftError};
+use openraft::error::{
+    ClientWriteError, ForwardReason, ForwardToLeader, LinearizableReadError, RaftError,
+};
 use openraft::{RaftMetrics, ReadPolicy};
 use tokio::sync::watch;
+use tokio::time::Instant;
 
-use crate::api::{ApiError, Backend, MemberInfo, RaftStatus};
+use crate::api::{
+    forwarded, ApiError, Backend, MemberInfo, MembershipChange, MembershipView, RaftStatus,
+};
 use crate::failpoint::{Failpoints, Phase};
 use crate::metrics::Metrics;
+use forward::{ForwardFailure, ForwardKind, Forwarder};
 
 /// A Raft node over the idem store.
 pub type Raft = idem_store::Raft;
+
+/// Pause before routing a request again (no leader known, leader refused, lease not yet
+/// confirmed by a new leader).
+const RETRY_PAUSE: Duration = Duration::from_millis(25);
+
+/// Where a request goes now.
+enum Route {
+    /// This node leads.
+    Local,
+    /// Another node leads: its id and membership record.
+    Remote(u64, NodeInfo),
+    /// No leader known (election), or its address is not in the membership.
+    Unknown,
+}
+
+/// One attempt of a routed request.
+enum Attempt<T> {
+    /// The answer.
+    Done(Result<T, ApiError>),
+    /// Nothing happened; route again (the reason, for the final error).
+    Retry(String),
+}
 
 /// The [`Backend`] of a node: Raft for writes and barriers, the store's reader for reads.
 pub struct RaftBackend {
@@ -42,6 +82,7 @@ pub struct RaftBackend {
     read_timeout: Duration,
     metrics: Arc<Metrics>,
     failpoints: Failpoints,
+    forwarder: Forwarder,
 }
 
 impl RaftBackend {
@@ -62,6 +103,7 @@ impl RaftBackend {
             read_timeout,
             metrics,
             failpoints: Failpoints::default(),
+            forwarder: Forwarder::default(),
         }
     }
 
@@ -76,19 +118,236 @@ impl RaftBackend {
         &self.raft
     }
 
-    /// Proposes `command`, stamped with this leader's clock, and returns apply's outcome.
+    /// Proposes `command` on the leader (here, or forwarded) and returns apply's outcome.
     pub async fn propose(&self, command: Command) -> Result<Outcome, ApiError> {
         command.validate()?;
+        let deadline = Instant::now() + self.write_timeout;
+        let payload = encode(&command)?;
+        self.routed(
+            ForwardKind::Propose,
+            false,
+            deadline,
+            &payload,
+            || Box::pin(self.propose_local(command.clone(), deadline)),
+            |reply| match reply {
+                Reply::Ok(bytes) => decode(&bytes),
+                _ => Err(ApiError::Internal(
+                    "propose: unexpected reply from the leader".into(),
+                )),
+            },
+        )
+        .await
+    }
+
+    /// Proposes `command` if this node leads (`NOT_LEADER` otherwise): what a forwarded
+    /// proposal runs on the leader.
+    pub async fn propose_here(&self, command: Command) -> Result<Outcome, ApiError> {
+        command.validate()?;
+        self.propose_local(command, Instant::now() + self.write_timeout)
+            .await
+    }
+
+    /// Confirms a read index with the leader (here, or forwarded) and waits until this node
+    /// applied it, within the read timeout.
+    pub async fn read_barrier(&self) -> Result<(), ApiError> {
+        let deadline = Instant::now() + self.read_timeout;
+        let index = self
+            .routed(
+                ForwardKind::ReadIndex,
+                true,
+                deadline,
+                &[],
+                || Box::pin(self.read_index_local(deadline)),
+                |reply| match reply {
+                    Reply::Index(index) => Ok(index),
+                    _ => Err(ApiError::Internal(
+                        "read index: unexpected reply from the leader".into(),
+                    )),
+                },
+            )
+            .await?;
+        self.wait_applied(index, deadline).await
+    }
+
+    /// The read index if this node leads (`NOT_LEADER` otherwise): what a forwarded read
+    /// barrier runs on the leader.
+    pub async fn read_index_here(&self) -> Result<u64, ApiError> {
+        self.read_index_local(Instant::now() + self.read_timeout)
+            .await
+    }
+
+    /// Runs a membership call on the leader (here, or forwarded), within the write timeout.
+    pub async fn membership_call(
+        &self,
+        change: MembershipChange,
+    ) -> Result<MembershipView, ApiError> {
+        let deadline = Instant::now() + self.write_timeout;
+        let payload = encode(&change)?;
+        let read = change.is_read();
+        self.routed(
+            ForwardKind::Membership,
+            read,
+            deadline,
+            &payload,
+            || {
+                Box::pin(membership::run(
+                    &self.raft,
+                    self.node_id,
+                    change.clone(),
+                    deadline,
+                ))
+            },
+            |reply| match reply {
+                Reply::Ok(bytes) => decode(&bytes),
+                _ => Err(ApiError::Internal(
+                    "membership: unexpected reply from the leader".into(),
+                )),
+            },
+        )
+        .await
+    }
+
+    /// Runs a membership call if this node leads (`NOT_LEADER` otherwise).
+    pub async fn membership_here(
+        &self,
+        change: MembershipChange,
+    ) -> Result<MembershipView, ApiError> {
+        let deadline = Instant::now() + self.write_timeout;
+        membership::run(&self.raft, self.node_id, change, deadline).await
+    }
+
+    /// Runs a request on the leader until `deadline`: `local` when this node leads, else
+    /// forwarded as `kind` with `payload` and the reply decoded by `decode`. `NOT_LEADER`
+    /// answers and unsent requests are routed again; `idempotent` requests also after a
+    /// transport failure.
+    async fn routed<'a, T>(
+        &'a self,
+        kind: ForwardKind,
+        idempotent: bool,
+        deadline: Instant,
+        payload: &[u8],
+        local: impl Fn() -> BoxFuture<'a, Result<T, ApiError>>,
+        decode: impl Fn(Reply) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        loop {
+            let attempt = match self.route()? {
+                Route::Local => match local().await {
+                    Err(ApiError::NotLeader { .. }) => Attempt::Retry("leadership moved".into()),
+                    done => Attempt::Done(done),
+                },
+                Route::Remote(id, node) => {
+                    self.forward(kind, id, &node, payload, deadline, idempotent, &decode)
+                        .await
+                }
+                Route::Unknown => Attempt::Retry("no leader known".into()),
+            };
+            let why = match attempt {
+                Attempt::Done(result) => return result,
+                Attempt::Retry(why) => why,
+            };
+            if Instant::now() + RETRY_PAUSE >= deadline {
+                return Err(self.gave_up(kind, &why));
+            }
+            tokio::time::sleep(RETRY_PAUSE).await;
+        }
+    }
+
+    /// One forwarded attempt to the leader `id`.
+    #[allow(clippy::too_many_arguments)]
+    async fn forward<T>(
+        &self,
+        kind: ForwardKind,
+        id: u64,
+        node: &NodeInfo,
+        payload: &[u8],
+        deadline: Instant,
+        idempotent: bool,
+        decode: &impl Fn(Reply) -> Result<T, ApiError>,
+    ) -> Attempt<T> {
+        let budget = deadline.saturating_duration_since(Instant::now());
+        let call = self
+            .forwarder
+            .call(kind, &node.raft_addr, payload.to_vec(), budget, idempotent);
+        match call.await {
+            Ok(reply) => {
+                self.metrics
+                    .forwarded
+                    .with_label_values(&[kind.label()])
+                    .inc();
+                forwarded::note(&node.api_addr);
+                Attempt::Done(decode(reply))
+            }
+            Err(ForwardFailure::Retry(why)) => {
+                tracing::debug!(leader = id, %why, kind = kind.label(), "forwarding: routing again");
+                Attempt::Retry(why)
+            }
+            Err(ForwardFailure::Final(error)) => Attempt::Done(Err(error)),
+        }
+    }
+
+    /// The error when the deadline passed without reaching a leader: nothing was done.
+    fn gave_up(&self, kind: ForwardKind, last: &str) -> ApiError {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow_watched();
+        let leader_id = metrics.current_leader.filter(|id| *id != self.node_id);
+        let op = if kind == ForwardKind::ReadIndex {
+            "read"
+        } else {
+            "write"
+        };
+        self.metrics.raft_timeouts.with_label_values(&[op]).inc();
+        tracing::warn!(kind = kind.label(), %last, "no leader reachable within the timeout");
+        ApiError::NotLeader {
+            leader_id,
+            leader_addr: leader_id.and_then(|id| {
+                let membership = metrics.membership_config.membership();
+                membership.get_node(&id).map(|n| n.api_addr.clone())
+            }),
+        }
+    }
+
+    fn route(&self) -> Result<Route, ApiError> {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow_watched();
+        if let Err(fatal) = &metrics.running_state {
+            return Err(ApiError::Internal(format!("raft stopped: {fatal}")));
+        }
+        Ok(match metrics.current_leader {
+            Some(id) if id == self.node_id => Route::Local,
+            Some(id) => match metrics.membership_config.membership().get_node(&id) {
+                Some(node) => Route::Remote(id, node.clone()),
+                None => Route::Unknown,
+            },
+            None => Route::Unknown,
+        })
+    }
+
+    /// Stamps and proposes `command` on this node (the leader) by `deadline`. A new leader
+    /// whose lease is not confirmed yet refuses writes for about a heartbeat: retried here.
+    async fn propose_local(
+        &self,
+        command: Command,
+        deadline: Instant,
+    ) -> Result<Outcome, ApiError> {
         self.ensure_leader()?;
         let name = command.name();
         self.failpoints.check(name, Phase::BeforeCommit);
-        let request = Request {
-            stamp: Timestamp::now(),
-            command,
+        let started = std::time::Instant::now();
+        let result = loop {
+            let request = Request {
+                stamp: Timestamp::now(),
+                command: command.clone(),
+            };
+            match tokio::time::timeout_at(deadline, self.raft.client_write(request)).await {
+                Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))))
+                    if f.reason == ForwardReason::LeaseExpired
+                        && Instant::now() + RETRY_PAUSE < deadline =>
+                {
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                other => break other,
+            }
         };
-        let started = Instant::now();
-        let result =
-            tokio::time::timeout(self.write_timeout, self.raft.client_write(request)).await;
         self.metrics
             .raft_write_duration
             .with_label_values(&[name])
@@ -114,32 +373,63 @@ impl RaftBackend {
         }
     }
 
-    /// Confirms leadership with a quorum and waits until everything committed before the
-    /// call is applied locally (read index), within the read timeout.
-    pub async fn read_barrier(&self) -> Result<(), ApiError> {
-        let barrier = self.raft.ensure_linearizable(ReadPolicy::ReadIndex);
-        match tokio::time::timeout(self.read_timeout, barrier).await {
-            Err(_elapsed) => {
-                self.metrics
-                    .raft_timeouts
-                    .with_label_values(&["read"])
-                    .inc();
-                Err(ApiError::OutcomeUnknown(format!(
-                    "could not confirm leadership within {}; retry",
-                    crate::config::format_duration(self.read_timeout)
-                )))
-            }
-            Ok(Ok(_read_log_id)) => Ok(()),
-            Ok(Err(RaftError::APIError(LinearizableReadError::ForwardToLeader(forward)))) => {
-                Err(self.not_leader(&forward))
-            }
-            Ok(Err(RaftError::APIError(LinearizableReadError::QuorumNotEnough(e)))) => Err(
-                ApiError::OutcomeUnknown(format!("could not confirm leadership: {e}; retry")),
-            ),
-            Ok(Err(RaftError::Fatal(fatal))) => {
-                Err(ApiError::Internal(format!("raft stopped: {fatal}")))
+    /// Confirms leadership with a quorum and returns the index to apply before reading.
+    async fn read_index_local(&self, deadline: Instant) -> Result<u64, ApiError> {
+        loop {
+            let read = self.raft.get_read_log_id(ReadPolicy::ReadIndex);
+            let error = match tokio::time::timeout_at(deadline, read).await {
+                Err(_elapsed) => {
+                    self.metrics
+                        .raft_timeouts
+                        .with_label_values(&["read"])
+                        .inc();
+                    return Err(ApiError::OutcomeUnknown(format!(
+                        "could not confirm leadership within {}; retry",
+                        crate::config::format_duration(self.read_timeout)
+                    )));
+                }
+                Ok(Ok((read_log_id, _applied))) => return Ok(read_log_id.index()),
+                Ok(Err(error)) => error,
+            };
+            match error {
+                RaftError::APIError(LinearizableReadError::ForwardToLeader(f))
+                    if f.reason == ForwardReason::LeaseExpired
+                        && Instant::now() + RETRY_PAUSE < deadline =>
+                {
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                RaftError::APIError(LinearizableReadError::ForwardToLeader(forward)) => {
+                    return Err(self.not_leader(&forward))
+                }
+                RaftError::APIError(LinearizableReadError::QuorumNotEnough(e)) => {
+                    return Err(ApiError::OutcomeUnknown(format!(
+                        "could not confirm leadership: {e}; retry"
+                    )))
+                }
+                RaftError::Fatal(fatal) => {
+                    return Err(ApiError::Internal(format!("raft stopped: {fatal}")))
+                }
             }
         }
+    }
+
+    /// Waits until this node applied `index`, by `deadline`.
+    async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<(), ApiError> {
+        let budget = deadline.saturating_duration_since(Instant::now());
+        let waited = self
+            .raft
+            .wait(Some(budget))
+            .applied_index_at_least(Some(index), "read barrier")
+            .await;
+        waited.map(drop).map_err(|e| {
+            self.metrics
+                .raft_timeouts
+                .with_label_values(&["read"])
+                .inc();
+            ApiError::OutcomeUnknown(format!(
+                "this node did not apply the read index {index} in time ({e}); retry"
+            ))
+        })
     }
 
     /// `NOT_LEADER` unless this node currently is the leader.
@@ -152,16 +442,9 @@ impl RaftBackend {
         if let Err(fatal) = &metrics.running_state {
             return Err(ApiError::Internal(format!("raft stopped: {fatal}")));
         }
-        let leader_addr = metrics.current_leader.and_then(|id| {
-            metrics
-                .membership_config
-                .membership()
-                .get_node(&id)
-                .map(|n| n.api_addr.clone())
-        });
         Err(ApiError::NotLeader {
             leader_id: metrics.current_leader,
-            leader_addr,
+            leader_addr: None,
         })
     }
 
@@ -171,6 +454,15 @@ impl RaftBackend {
             leader_addr: forward.leader_node.as_ref().map(|n| n.api_addr.clone()),
         }
     }
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
+    bincode::serialize(value).map_err(|e| ApiError::Internal(format!("encoding: {e}")))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    bincode::deserialize(bytes)
+        .map_err(|e| ApiError::Internal(format!("undecodable reply from the leader: {e}")))
 }
 
 fn write_error(name: &str, error: RaftError<TypeConfig, ClientWriteError<TypeConfig>>) -> ApiError {
@@ -270,5 +562,12 @@ impl Backend for RaftBackend {
         let metrics = self.raft.metrics();
         let metrics = metrics.borrow_watched();
         raft_status(self.node_id, &metrics)
+    }
+
+    fn membership(
+        &self,
+        change: MembershipChange,
+    ) -> BoxFuture<'_, Result<MembershipView, ApiError>> {
+        Box::pin(self.membership_call(change))
     }
 }

@@ -1,0 +1,137 @@
+//! The membership RPCs of `idem.v1.Admin`: translation between the wire messages and
+//! [`MembershipChange`] / [`MembershipView`]. The work happens on the leader, reached
+//! through [`crate::api::Backend::membership`] (forwarded from a follower).
+
+use std::net::SocketAddr;
+
+use idem_proto::v1 as pb;
+
+use crate::api::{ApiContext, ApiError, MemberInfo, MembershipChange, MembershipView};
+
+/// `ListMembers`.
+pub(crate) async fn list(ctx: &ApiContext) -> Result<pb::ListMembersResponse, ApiError> {
+    let view = ctx.backend.membership(MembershipChange::List).await?;
+    Ok(pb::ListMembersResponse {
+        members: members_pb(&view),
+        leader_id: view.leader_id,
+        term: view.term,
+        commit_index: view.commit_index,
+    })
+}
+
+/// `AddMember`.
+pub(crate) async fn add(
+    ctx: &ApiContext,
+    req: pb::AddMemberRequest,
+) -> Result<pb::AddMemberResponse, ApiError> {
+    let member = req
+        .member
+        .ok_or_else(|| ApiError::argument("member is required"))?;
+    let info = new_member(member)?;
+    tracing::info!(id = info.id, raft_addr = %info.raft_addr, "adding a learner");
+    let view = ctx.backend.membership(MembershipChange::Add(info)).await?;
+    Ok(pb::AddMemberResponse {
+        members: members_pb(&view),
+        caught_up: view.caught_up,
+    })
+}
+
+/// `PromoteMember`.
+pub(crate) async fn promote(
+    ctx: &ApiContext,
+    req: pb::PromoteMemberRequest,
+) -> Result<pb::MembersResponse, ApiError> {
+    let id = member_id(req.id)?;
+    tracing::info!(id, "promoting a learner");
+    let view = ctx
+        .backend
+        .membership(MembershipChange::Promote(id))
+        .await?;
+    Ok(pb::MembersResponse {
+        members: members_pb(&view),
+    })
+}
+
+/// `RemoveMember`.
+pub(crate) async fn remove(
+    ctx: &ApiContext,
+    req: pb::RemoveMemberRequest,
+) -> Result<pb::MembersResponse, ApiError> {
+    let id = member_id(req.id)?;
+    tracing::info!(id, "removing a member");
+    let view = ctx.backend.membership(MembershipChange::Remove(id)).await?;
+    Ok(pb::MembersResponse {
+        members: members_pb(&view),
+    })
+}
+
+/// `TransferLeader`.
+pub(crate) async fn transfer(
+    ctx: &ApiContext,
+    req: pb::TransferLeaderRequest,
+) -> Result<pb::TransferLeaderResponse, ApiError> {
+    let to = member_id(req.to)?;
+    tracing::info!(to, "transferring leadership");
+    let view = ctx
+        .backend
+        .membership(MembershipChange::TransferLeader(to))
+        .await?;
+    Ok(pb::TransferLeaderResponse {
+        leader_id: view.leader_id,
+        term: view.term,
+    })
+}
+
+fn member_id(id: u64) -> Result<u64, ApiError> {
+    if id == 0 {
+        return Err(ApiError::argument("id: a member id is ≥ 1"));
+    }
+    Ok(id)
+}
+
+/// A validated new member: id, both addresses as `IP:port`, region and zone (defaults
+/// `local` / `local-a`, like a node's configuration).
+fn new_member(member: pb::Member) -> Result<MemberInfo, ApiError> {
+    let id = member_id(member.id)?;
+    for (what, addr) in [
+        ("raft_addr", &member.raft_addr),
+        ("api_addr", &member.api_addr),
+    ] {
+        if addr.parse::<SocketAddr>().is_err() {
+            return Err(ApiError::argument(format!(
+                "{what} {addr:?}: expected an IP address and port such as 127.0.0.1:7410"
+            )));
+        }
+    }
+    let or = |value: String, default: &str| {
+        if value.is_empty() {
+            default.to_owned()
+        } else {
+            value
+        }
+    };
+    Ok(MemberInfo {
+        id,
+        region: or(member.region, "local"),
+        zone: or(member.zone, "local-a"),
+        raft_addr: member.raft_addr,
+        api_addr: member.api_addr,
+        voter: false,
+    })
+}
+
+fn members_pb(view: &MembershipView) -> Vec<pb::Member> {
+    view.members
+        .iter()
+        .map(|m| pb::Member {
+            id: m.member.id,
+            region: m.member.region.clone(),
+            zone: m.member.zone.clone(),
+            raft_addr: m.member.raft_addr.clone(),
+            api_addr: m.member.api_addr.clone(),
+            voter: m.member.voter,
+            matched_index: m.matched_index,
+            lag: m.lag,
+        })
+        .collect()
+}

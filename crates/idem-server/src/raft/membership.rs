@@ -1,0 +1,268 @@
+//! Membership changes on the leader, and the leader's view of each member's replication.
+//!
+//! openraft changes the membership through the log (joint consensus for voter changes).
+//! idem adds the operator's safety rules around it: a node joins as a learner and is
+//! promoted only by an explicit call (so a node that never caught up does not count
+//! towards the quorum), the last voter is never removed, and every step is bounded by
+//! the write timeout — a change that did not confirm in time is reported as
+//! `UNAVAILABLE_OUTCOME_UNKNOWN` (it may still commit), like any write.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use idem_proto::reason;
+use idem_store::{NodeInfo, TypeConfig};
+use openraft::async_runtime::WatchReceiver;
+use openraft::error::{ChangeMembershipError, ClientWriteError, RaftError};
+use openraft::{ChangeMembers, RaftMetrics};
+use tokio::time::Instant;
+
+use crate::api::{ApiError, MemberInfo, MemberView, MembershipChange, MembershipView};
+use crate::raft::Raft;
+
+/// How often bounded waits look at the metrics again.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Runs `change` on this node, which must be the leader (else `NOT_LEADER`), by `deadline`.
+pub async fn run(
+    raft: &Raft,
+    node_id: u64,
+    change: MembershipChange,
+    deadline: Instant,
+) -> Result<MembershipView, ApiError> {
+    let metrics = raft.metrics().borrow_watched().clone();
+    if metrics.current_leader != Some(node_id) {
+        return Err(ApiError::NotLeader {
+            leader_id: metrics.current_leader,
+            leader_addr: None,
+        });
+    }
+    match change {
+        MembershipChange::List => Ok(view(&metrics)),
+        MembershipChange::Add(member) => add(raft, &metrics, member, deadline).await,
+        MembershipChange::Promote(id) => {
+            if !member(&metrics, id)?.1 {
+                let voters = || ChangeMembers::AddVoterIds(BTreeSet::from([id]));
+                bounded(deadline, || raft.change_membership(voters(), false)).await?;
+            }
+            Ok(view(&raft.metrics().borrow_watched()))
+        }
+        MembershipChange::Remove(id) => remove(raft, &metrics, id, deadline).await,
+        MembershipChange::TransferLeader(to) => {
+            transfer(raft, &metrics, node_id, to, deadline).await
+        }
+    }
+}
+
+async fn add(
+    raft: &Raft,
+    metrics: &RaftMetrics<TypeConfig>,
+    member: MemberInfo,
+    deadline: Instant,
+) -> Result<MembershipView, ApiError> {
+    let existing = metrics
+        .membership_config
+        .membership()
+        .get_node(&member.id)
+        .cloned();
+    match existing {
+        Some(node) if node.raft_addr == member.raft_addr && node.api_addr == member.api_addr => {}
+        Some(node) => {
+            return Err(ApiError::refused(
+                reason::WRONG_STATE,
+                format!(
+                    "member {} exists with raft_addr {} and api_addr {}; remove it first to change its addresses",
+                    member.id, node.raft_addr, node.api_addr
+                ),
+            ))
+        }
+        None => {
+            let info = NodeInfo {
+                region: member.region,
+                zone: member.zone,
+                raft_addr: member.raft_addr,
+                api_addr: member.api_addr,
+            };
+            bounded(deadline, || raft.add_learner(member.id, info.clone(), false)).await?;
+        }
+    }
+    // Caught up: the learner has everything the leader had once it was added.
+    let target = raft.metrics().borrow_watched().last_log_index.unwrap_or(0);
+    let mut metrics = raft.metrics();
+    let caught_up = loop {
+        let matched = matched(&metrics.borrow_watched(), member.id);
+        if matched >= target {
+            break true;
+        }
+        if Instant::now() + POLL >= deadline {
+            break false;
+        }
+        let _ = tokio::time::timeout(POLL, metrics.changed()).await;
+    };
+    let mut view = view(&raft.metrics().borrow_watched());
+    view.caught_up = caught_up;
+    Ok(view)
+}
+
+async fn remove(
+    raft: &Raft,
+    metrics: &RaftMetrics<TypeConfig>,
+    id: u64,
+    deadline: Instant,
+) -> Result<MembershipView, ApiError> {
+    let (_, voter) = member(metrics, id)?;
+    let change = if voter {
+        let voters = metrics.membership_config.membership().voter_ids().count();
+        if voters <= 1 {
+            return Err(ApiError::refused(
+                reason::WRONG_STATE,
+                format!("member {id} is the last voter; a cluster needs at least one"),
+            ));
+        }
+        ChangeMembers::RemoveVoters(BTreeSet::from([id]))
+    } else {
+        ChangeMembers::RemoveNodes(BTreeSet::from([id]))
+    };
+    bounded(deadline, || raft.change_membership(change.clone(), false)).await?;
+    Ok(view(&raft.metrics().borrow_watched()))
+}
+
+async fn transfer(
+    raft: &Raft,
+    metrics: &RaftMetrics<TypeConfig>,
+    node_id: u64,
+    to: u64,
+    deadline: Instant,
+) -> Result<MembershipView, ApiError> {
+    if !member(metrics, to)?.1 {
+        return Err(ApiError::refused(
+            reason::WRONG_STATE,
+            format!("member {to} is a learner; only a voter can lead (promote it first)"),
+        ));
+    }
+    if to != node_id {
+        raft.trigger()
+            .transfer_leader(to)
+            .await
+            .map_err(|e| ApiError::Internal(format!("raft stopped: {e}")))?;
+    }
+    let mut watch = raft.metrics();
+    loop {
+        let now = watch.borrow_watched().clone();
+        if now.current_leader == Some(to) {
+            return Ok(view(&now));
+        }
+        if Instant::now() + POLL >= deadline {
+            return Err(ApiError::OutcomeUnknown(format!(
+                "leadership did not move to {to} in time (leader now {:?}); check `idemctl cluster status`",
+                now.current_leader
+            )));
+        }
+        let _ = tokio::time::timeout(POLL, watch.changed()).await;
+    }
+}
+
+/// `(info, voter)` of member `id`, or `NOT_FOUND`.
+fn member(metrics: &RaftMetrics<TypeConfig>, id: u64) -> Result<(NodeInfo, bool), ApiError> {
+    let membership = metrics.membership_config.membership();
+    let node = membership
+        .get_node(&id)
+        .cloned()
+        .ok_or_else(|| ApiError::refused(reason::NOT_FOUND, format!("no member with id {id}")))?;
+    let voter = membership.voter_ids().any(|v| v == id);
+    Ok((node, voter))
+}
+
+/// The highest log index the leader knows `id` has.
+fn matched(metrics: &RaftMetrics<TypeConfig>, id: u64) -> u64 {
+    if id == metrics.id {
+        return metrics.last_log_index.unwrap_or(0);
+    }
+    metrics
+        .replication
+        .as_ref()
+        .and_then(|r| r.get(&id).cloned().flatten())
+        .map_or(0, |log_id| log_id.index())
+}
+
+/// The membership with the replication view, from the leader's metrics.
+pub fn view(metrics: &RaftMetrics<TypeConfig>) -> MembershipView {
+    let membership = metrics.membership_config.membership();
+    let voters: BTreeSet<u64> = membership.voter_ids().collect();
+    let last = metrics.last_log_index.unwrap_or(0);
+    let nodes: BTreeMap<u64, NodeInfo> =
+        membership.nodes().map(|(id, n)| (*id, n.clone())).collect();
+    let members = nodes
+        .into_iter()
+        .map(|(id, node)| {
+            let matched_index = matched(metrics, id);
+            MemberView {
+                member: MemberInfo {
+                    id,
+                    region: node.region,
+                    zone: node.zone,
+                    raft_addr: node.raft_addr,
+                    api_addr: node.api_addr,
+                    voter: voters.contains(&id),
+                },
+                matched_index,
+                lag: last.saturating_sub(matched_index),
+            }
+        })
+        .collect();
+    MembershipView {
+        members,
+        leader_id: metrics.current_leader.unwrap_or(0),
+        term: metrics.current_term,
+        commit_index: metrics
+            .cluster_committed
+            .as_ref()
+            .map_or(0, |id| id.index()),
+        caught_up: false,
+    }
+}
+
+/// Runs a membership write by `deadline`; a timeout is an unknown outcome. A change
+/// refused because the previous one is not committed yet (just after an election or
+/// another change) is retried until the deadline.
+async fn bounded<T, F, Fut>(deadline: Instant, write: F) -> Result<T, ApiError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<
+        Output = Result<T, RaftError<TypeConfig, ClientWriteError<TypeConfig>>>,
+    >,
+{
+    loop {
+        let error = match tokio::time::timeout_at(deadline, write()).await {
+            Err(_elapsed) => return Err(ApiError::OutcomeUnknown(
+                "the membership change was not confirmed in time; it may still take effect; check `idemctl member list`".into(),
+            )),
+            Ok(Ok(done)) => return Ok(done),
+            Ok(Err(error)) => error,
+        };
+        let in_progress = matches!(
+            &error,
+            RaftError::APIError(ClientWriteError::ChangeMembershipError(
+                ChangeMembershipError::InProgress(_)
+            ))
+        );
+        if !(in_progress && Instant::now() + POLL < deadline) {
+            return Err(write_error(error));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn write_error(error: RaftError<TypeConfig, ClientWriteError<TypeConfig>>) -> ApiError {
+    match error {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => ApiError::NotLeader {
+            leader_id: forward.leader_id,
+            leader_addr: forward.leader_node.map(|n| n.api_addr),
+        },
+        RaftError::APIError(ClientWriteError::LogEntryDiscarded(_)) => ApiError::OutcomeUnknown(
+            "leadership changed during the membership change; it may have taken effect".into(),
+        ),
+        RaftError::APIError(other) => ApiError::refused(reason::WRONG_STATE, other.to_string()),
+        RaftError::Fatal(fatal) => ApiError::Internal(format!("raft stopped: {fatal}")),
+    }
+}

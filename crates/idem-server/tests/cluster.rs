@@ -1,0 +1,288 @@
+//! In-process 3-node clusters (real RocksDB, openraft, tonic on loopback ports): requests
+//! sent to any node are forwarded to the leader; follower reads are linearizable;
+//! membership changes and leadership transfer through the admin RPCs.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::time::Duration;
+
+use idem_proto::v1 as pb;
+use idem_proto::v1::admin_client::AdminClient;
+use idem_proto::v1::idempotency_client::IdempotencyClient;
+use idem_server::{ClusterConfig, Config, InitialMember, Node, NodeHandle};
+use openraft::async_runtime::WatchReceiver;
+use tonic::transport::Channel;
+
+/// A loopback address whose port was free a moment ago.
+fn free_addr() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+fn member(id: u64) -> InitialMember {
+    InitialMember {
+        id,
+        raft_addr: free_addr(),
+        api_addr: free_addr(),
+        region: Some(format!("r{id}")),
+        zone: Some(format!("r{id}-a")),
+    }
+}
+
+fn config(dir: &Path, me: &InitialMember, cluster: ClusterConfig) -> Config {
+    let mut config = Config {
+        node_id: me.id,
+        data_dir: dir.join(format!("n{}", me.id)),
+        api_addr: me.api_addr,
+        raft_addr: me.raft_addr,
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        region: format!("r{}", me.id),
+        zone: format!("r{}-a", me.id),
+        write_timeout: Duration::from_secs(5),
+        read_timeout: Duration::from_secs(5),
+        shutdown_grace: Duration::from_secs(2),
+        cluster,
+        ..Config::default()
+    };
+    config.raft.heartbeat_interval = Duration::from_millis(50);
+    config.raft.election_timeout = Duration::from_millis(300);
+    config
+}
+
+/// Starts three initial members and waits until every one knows the leader.
+async fn three_nodes(dir: &Path) -> Vec<NodeHandle> {
+    let members: Vec<InitialMember> = (1..=3).map(member).collect();
+    let cluster = ClusterConfig {
+        initial_members: members.clone(),
+        join: false,
+    };
+    let starts = members
+        .iter()
+        .map(|m| Node::start(config(dir, m, cluster.clone())));
+    let nodes: Vec<NodeHandle> = futures::future::join_all(starts)
+        .await
+        .into_iter()
+        .map(|n| n.expect("node starts"))
+        .collect();
+    for node in &nodes {
+        node.wait_ready(Duration::from_secs(20)).await.unwrap();
+    }
+    nodes
+}
+
+fn leader_of(nodes: &[NodeHandle]) -> u64 {
+    nodes[0]
+        .raft()
+        .metrics()
+        .borrow_watched()
+        .current_leader
+        .unwrap()
+}
+
+/// (leader, followers) as node indexes.
+fn roles(nodes: &[NodeHandle]) -> (usize, Vec<usize>) {
+    let leader = leader_of(nodes);
+    let l = nodes.iter().position(|n| n.node_id() == leader).unwrap();
+    (l, (0..nodes.len()).filter(|i| *i != l).collect())
+}
+
+async fn idem(node: &NodeHandle) -> IdempotencyClient<Channel> {
+    IdempotencyClient::connect(format!("http://{}", node.api_addr()))
+        .await
+        .unwrap()
+}
+
+async fn admin(node: &NodeHandle) -> AdminClient<Channel> {
+    AdminClient::connect(format!("http://{}", node.api_addr()))
+        .await
+        .unwrap()
+}
+
+fn scope() -> pb::Scope {
+    pb::Scope {
+        tenant: "acme".into(),
+        environment: "prod".into(),
+        actor: "user-1".into(),
+        endpoint: "POST /v1/charges".into(),
+    }
+}
+
+fn claim(key: &str, holder: &str) -> pb::ClaimRequest {
+    pb::ClaimRequest {
+        scope: Some(scope()),
+        key: key.into(),
+        request: Some(pb::CanonicalRequest {
+            method: "POST".into(),
+            route: "/v1/charges".into(),
+            body_json: Some(br#"{"amount": 5}"#.to_vec()),
+            schema_version: 1,
+            ..Default::default()
+        }),
+        holder: holder.into(),
+        ..Default::default()
+    }
+}
+
+async fn shutdown(nodes: Vec<NodeHandle>) {
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn followers_forward_claims_and_reads_are_linearizable() {
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = three_nodes(dir.path()).await;
+    let (l, f) = roles(&nodes);
+    let leader_api = nodes[l].api_addr().to_string();
+
+    // ACQUIRED through the first follower, tagged with the leader's address.
+    let response = idem(&nodes[f[0]])
+        .await
+        .claim(claim("order-1", "worker-a"))
+        .await
+        .unwrap();
+    let forwarded_to = response
+        .metadata()
+        .get(idem_proto::reason::LEADER_ADDR_METADATA_KEY)
+        .map(|v| v.to_str().unwrap().to_owned());
+    assert_eq!(forwarded_to.as_deref(), Some(leader_api.as_str()));
+    let first = response.into_inner();
+    assert_eq!(first.outcome(), pb::ClaimOutcome::Acquired);
+
+    // IN_PROGRESS through the second follower.
+    let second = idem(&nodes[f[1]])
+        .await
+        .claim(claim("order-1", "worker-b"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(second.outcome(), pb::ClaimOutcome::InProgress);
+
+    // Completed through a follower, replayed by the third node (the leader).
+    idem(&nodes[f[1]])
+        .await
+        .complete(pb::CompleteRequest {
+            scope: Some(scope()),
+            key: "order-1".into(),
+            fence: first.fence,
+            result: Some(pb::StoredResult {
+                status_code: 201,
+                resource_id: "ch_1".into(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap();
+    let replay = idem(&nodes[l])
+        .await
+        .claim(claim("order-1", "worker-c"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(replay.outcome(), pb::ClaimOutcome::Completed);
+
+    // A linearizable Get on a follower right after a write on the leader sees it.
+    for i in 0..20 {
+        let key = format!("order-lin-{i}");
+        idem(&nodes[l])
+            .await
+            .claim(claim(&key, "worker-a"))
+            .await
+            .unwrap();
+        let got = idem(&nodes[f[i % 2]])
+            .await
+            .get(pb::GetRequest {
+                scope: Some(scope()),
+                key,
+            })
+            .await
+            .expect("the follower sees the leader's write")
+            .into_inner();
+        assert_eq!(got.outcome(), pb::ClaimOutcome::InProgress);
+    }
+    shutdown(nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn members_are_added_promoted_removed_and_leadership_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = three_nodes(dir.path()).await;
+    let (_, f) = roles(&nodes);
+
+    // Node 4 starts empty (join) and is added as a learner through a follower.
+    let four = member(4);
+    let joining = ClusterConfig {
+        initial_members: Vec::new(),
+        join: true,
+    };
+    let node4 = Node::start(config(dir.path(), &four, joining))
+        .await
+        .unwrap();
+    let mut follower = admin(&nodes[f[0]]).await;
+    let added = follower
+        .add_member(pb::AddMemberRequest {
+            member: Some(pb::Member {
+                id: 4,
+                raft_addr: four.raft_addr.to_string(),
+                api_addr: four.api_addr.to_string(),
+                region: "r4".into(),
+                zone: "r4-a".into(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(added.caught_up, "{added:?}");
+    let learner = added.members.iter().find(|m| m.id == 4).unwrap();
+    assert!(!learner.voter);
+    assert_eq!(learner.region, "r4");
+    node4.wait_ready(Duration::from_secs(10)).await.unwrap();
+
+    let listed = admin(&node4)
+        .await
+        .list_members(pb::ListMembersRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.members.len(), 4);
+    assert!(listed.members.iter().all(|m| m.lag == 0 || m.id == 4));
+
+    // Promote, then remove.
+    let promoted = follower
+        .promote_member(pb::PromoteMemberRequest { id: 4 })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(promoted.members.iter().any(|m| m.id == 4 && m.voter));
+    let removed = follower
+        .remove_member(pb::RemoveMemberRequest { id: 4 })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(removed.members.iter().all(|m| m.id != 4));
+    let unknown = follower
+        .remove_member(pb::RemoveMemberRequest { id: 9 })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), tonic::Code::NotFound);
+    node4.shutdown().await.unwrap();
+
+    // Leadership moves to a follower on request.
+    let target = nodes[f[1]].node_id();
+    let moved = admin(&nodes[f[0]])
+        .await
+        .transfer_leader(pb::TransferLeaderRequest { to: target })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(moved.leader_id, target);
+    // Writes keep working through any node after the transfer.
+    for node in &nodes {
+        let key = format!("after-transfer-{}", node.node_id());
+        let got = idem(node).await.claim(claim(&key, "w")).await.unwrap();
+        assert_eq!(got.into_inner().outcome(), pb::ClaimOutcome::Acquired);
+    }
+    shutdown(nodes).await;
+}
