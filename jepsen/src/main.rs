@@ -86,6 +86,9 @@ struct TestArgs {
     /// The idemd binary (default: next to this executable).
     #[arg(long)]
     idemd: Option<PathBuf>,
+    /// The idemctl binary, for the membership nemesis (default: next to this executable).
+    #[arg(long)]
+    idemctl: Option<PathBuf>,
     /// Directory of runs.
     #[arg(long, default_value = "store")]
     store: PathBuf,
@@ -234,6 +237,7 @@ fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
         keys_active: args.keys_active,
         attempts_per_key: args.attempts_per_key,
         idemd: args.idemd.clone(),
+        idemctl: args.idemctl.clone(),
         store: args.store.clone(),
         prefix: args.prefix.clone(),
         keep_data: args.keep_data,

@@ -26,7 +26,8 @@ use crate::cluster::{health, tools, Cluster, ClusterSpec, DelayMode};
 use crate::history::Recorder;
 use crate::ledger::Ledger;
 use crate::ledger_service::{LedgerClient, LedgerService};
-use crate::nemesis::{self, membership, Nemesis, Schedule};
+use crate::nemesis::membership::Membership;
+use crate::nemesis::{self, Nemesis, Schedule};
 use crate::workload::worker::final_reads;
 use crate::workload::{self, KeyPool, Shared, Worker};
 use crate::{check_all, plot, History, Results};
@@ -62,6 +63,8 @@ pub struct TestOptions {
     pub attempts_per_key: u64,
     /// The idemd binary (default: next to this executable).
     pub idemd: Option<PathBuf>,
+    /// The idemctl binary, for the membership nemesis (default: next to this executable).
+    pub idemctl: Option<PathBuf>,
     /// Base directory of runs (`store`).
     pub store: PathBuf,
     /// Namespace prefix.
@@ -93,9 +96,14 @@ struct Collected {
 /// Runs one test.
 pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
     tools::require_root()?;
-    if options.nemesis.contains(&nemesis::Kind::Membership) && !membership::supported() {
-        bail!("{}", membership::UNSUPPORTED);
-    }
+    let membership = if options.nemesis.contains(&nemesis::Kind::Membership) {
+        if options.nodes < 3 {
+            bail!("the membership nemesis needs at least 3 nodes");
+        }
+        Some(Membership::locate(options.idemctl.as_deref())?)
+    } else {
+        None
+    };
     let fake_clock = options.nemesis.contains(&nemesis::Kind::Clock);
     tools::ensure_tools(tools::Needs {
         faketime: fake_clock,
@@ -134,6 +142,7 @@ pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
         Arc::clone(&cluster),
         Arc::clone(&recorder),
         schedule,
+        membership,
     );
     let collected = runtime.block_on(async {
         tokio::select! {
@@ -183,6 +192,7 @@ async fn run_body(
     cluster: Arc<Cluster>,
     recorder: Arc<Recorder>,
     schedule: Schedule,
+    membership: Option<Membership>,
 ) -> anyhow::Result<Collected> {
     let topology = cluster.topology.clone();
     let ledger = LedgerService::start(&topology.ledger_addr(), Arc::clone(&recorder)).await?;
@@ -209,7 +219,11 @@ async fn run_body(
         deadline: start + options.time_limit,
         seed: options.seed,
     });
-    let nemesis = Arc::new(Nemesis::new(Arc::clone(&cluster), Arc::clone(&recorder))?);
+    let nemesis = Arc::new(Nemesis::new(
+        Arc::clone(&cluster),
+        Arc::clone(&recorder),
+        membership,
+    )?);
     let nemesis_task = {
         let nemesis = Arc::clone(&nemesis);
         tokio::spawn(async move { nemesis.run(&schedule, start).await })

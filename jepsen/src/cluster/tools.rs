@@ -92,24 +92,30 @@ pub fn netem_available(ns: &str) -> bool {
 /// The idemd binary: `explicit`, else `idemd` next to this executable (or one directory up,
 /// for test binaries in `target/release/deps`).
 pub fn locate_idemd(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    locate_binary("idemd", explicit)
+}
+
+/// A binary of the workspace (`idemd`, `idemctl`): `explicit`, else next to this executable
+/// (or one directory up, for test binaries in `target/release/deps`).
+pub fn locate_binary(name: &str, explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(path) = explicit {
         if path.is_file() {
             return Ok(path.to_path_buf());
         }
-        bail!("--idemd {}: no such file", path.display());
+        bail!("--{name} {}: no such file", path.display());
     }
     let exe = std::env::current_exe().context("locating this executable")?;
     let mut dir = exe.parent().map(Path::to_path_buf);
     for _ in 0..2 {
         let Some(d) = dir else { break };
-        let candidate = d.join("idemd");
+        let candidate = d.join(name);
         if candidate.is_file() {
             return Ok(candidate);
         }
         dir = d.parent().map(Path::to_path_buf);
     }
     bail!(
-        "idemd not found next to {}: build it (cargo build --release --bin idemd) or pass --idemd PATH",
+        "{name} not found next to {}: build it (cargo build --release --bin {name}) or pass --{name} PATH",
         exe.display()
     )
 }

@@ -11,10 +11,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use idem_client::Client;
 
+use super::membership::Membership;
 use super::partition::{self, Grudge};
-use super::{clock, kill, membership, pause, Fault, Planned, Schedule};
+use super::{clock, kill, pause, Fault, Planned, Schedule};
 use crate::cluster::{health, Cluster};
 use crate::history::{Recorder, Value};
 use crate::rng::Rng;
@@ -33,6 +35,7 @@ enum Active {
 pub struct Nemesis {
     cluster: Arc<Cluster>,
     recorder: Arc<Recorder>,
+    membership: Option<Arc<Membership>>,
     admin: Client,
     active: Mutex<BTreeMap<usize, Active>>,
 }
@@ -43,12 +46,18 @@ enum Step {
 }
 
 impl Nemesis {
-    /// A nemesis over `cluster`, recording into `recorder`.
-    pub fn new(cluster: Arc<Cluster>, recorder: Arc<Recorder>) -> anyhow::Result<Nemesis> {
+    /// A nemesis over `cluster`, recording into `recorder`; `membership` is needed for
+    /// membership faults.
+    pub fn new(
+        cluster: Arc<Cluster>,
+        recorder: Arc<Recorder>,
+        membership: Option<Membership>,
+    ) -> anyhow::Result<Nemesis> {
         let admin = health::admin_client(&cluster.topology)?;
         Ok(Nemesis {
             cluster,
             recorder,
+            membership: membership.map(Arc::new),
             admin,
             active: Mutex::new(BTreeMap::new()),
         })
@@ -83,9 +92,15 @@ impl Nemesis {
         let leader = health::leader(&self.admin, &self.cluster.topology, &live).await;
         let cluster = Arc::clone(&self.cluster);
         let fault = planned.fault.clone();
-        let result =
-            tokio::task::spawn_blocking(move || apply(&cluster, &fault, &mut rng, &live, leader))
-                .await;
+        let membership = self.membership.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let ctx = Ctx {
+                cluster: &cluster,
+                membership: membership.as_deref(),
+            };
+            apply(&ctx, &fault, &mut rng, &live, leader)
+        })
+        .await;
         match result {
             Ok(Ok((active, f, description))) => {
                 self.log(f, format!("{}: {description}", planned.fault));
@@ -100,9 +115,16 @@ impl Nemesis {
         let Some(active) = self.lock().remove(&index) else {
             return;
         };
-        let cluster = Arc::clone(&self.cluster);
+        let (cluster, membership) = (Arc::clone(&self.cluster), self.membership.clone());
         let undo = active.clone();
-        let result = tokio::task::spawn_blocking(move || undo_fault(&cluster, &undo)).await;
+        let result = tokio::task::spawn_blocking(move || {
+            let ctx = Ctx {
+                cluster: &cluster,
+                membership: membership.as_deref(),
+            };
+            undo_fault(&ctx, &undo)
+        })
+        .await;
         match result {
             Ok(Ok(f)) => self.log(f, describe_active(&active)),
             Ok(Err(e)) => eprintln!("nemesis: healing {active:?} failed: {e:#}"),
@@ -115,11 +137,28 @@ impl Nemesis {
     }
 
     /// Heals everything: flushes every node's firewall, resumes and restarts every node,
-    /// resets every clock. Logs an end entry for each fault still in force.
+    /// resets every clock, adds removed nodes back. Logs an end entry for each fault still in
+    /// force.
     pub async fn heal_all(&self) {
         let open: Vec<Active> = std::mem::take(&mut *self.lock()).into_values().collect();
-        let cluster = Arc::clone(&self.cluster);
-        let result = tokio::task::spawn_blocking(move || heal_everything(&cluster)).await;
+        let (cluster, membership) = (Arc::clone(&self.cluster), self.membership.clone());
+        let removed: Vec<usize> = open
+            .iter()
+            .filter_map(|a| match a {
+                Active::Removed(n) => Some(*n),
+                _ => None,
+            })
+            .collect();
+        let result = tokio::task::spawn_blocking(move || {
+            heal_everything(&cluster)?;
+            for node in removed {
+                if let Some(m) = membership.as_deref() {
+                    m.add(&cluster, node)?;
+                }
+            }
+            anyhow::Ok(())
+        })
+        .await;
         if let Ok(Err(e)) | Err(e) = result.map_err(anyhow::Error::from) {
             eprintln!("nemesis: final heal: {e:#}");
         }
@@ -132,13 +171,20 @@ impl Nemesis {
     }
 }
 
+/// What the blocking fault code acts on.
+struct Ctx<'a> {
+    cluster: &'a Cluster,
+    membership: Option<&'a Membership>,
+}
+
 fn apply(
-    cluster: &Cluster,
+    ctx: &Ctx<'_>,
     fault: &Fault,
     rng: &mut Rng,
     live: &[usize],
     leader: Option<usize>,
 ) -> anyhow::Result<(Active, &'static str, String)> {
+    let cluster = ctx.cluster;
     let needs_live = matches!(
         fault,
         Fault::Kill(_) | Fault::Pause(_) | Fault::Membership(_)
@@ -179,7 +225,9 @@ fn apply(
         }
         Fault::Membership(target) => {
             let node = target.pick(rng, live, leader).first().copied().unwrap_or(1);
-            membership::remove(cluster, node)?;
+            ctx.membership
+                .context("membership nemesis without idemctl")?
+                .remove(cluster, node)?;
             Ok((Active::Removed(node), "remove-node", names(&[node])))
         }
     }
@@ -192,7 +240,8 @@ fn impose(cluster: &Cluster, grudge: &Grudge) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn undo_fault(cluster: &Cluster, active: &Active) -> anyhow::Result<&'static str> {
+fn undo_fault(ctx: &Ctx<'_>, active: &Active) -> anyhow::Result<&'static str> {
+    let cluster = ctx.cluster;
     match active {
         Active::Partition => {
             for id in cluster.ids() {
@@ -202,7 +251,10 @@ fn undo_fault(cluster: &Cluster, active: &Active) -> anyhow::Result<&'static str
         Active::Killed(nodes) => kill::restart(cluster, nodes)?,
         Active::Paused(nodes) => pause::resume(cluster, nodes)?,
         Active::Skewed(nodes) => clock::reset(cluster, nodes)?,
-        Active::Removed(node) => membership::add(cluster, *node)?,
+        Active::Removed(node) => ctx
+            .membership
+            .context("membership nemesis without idemctl")?
+            .add(cluster, *node)?,
     }
     Ok(end_f(active))
 }

@@ -1,30 +1,119 @@
 //! Membership change: remove a voter from the Raft group, then add it back.
 //!
-//! A removed node must stop deciding anything; once re-added it must catch up (by log or
-//! snapshot) before it counts. Driving this needs membership RPCs on the node's admin API
-//! (remove a voter by id; add a node as learner, then promote it). `idem.v1.Admin` has none
-//! yet (it has `Status`, which reports the membership), so this nemesis is refused at start
-//! until they exist; [`supported`] is where it switches on.
+//! A removed node must stop counting: the group decides without it, and nothing it still
+//! believes may contradict what the group acknowledged since. Re-added as a learner, it must
+//! catch up (by log or snapshot) before it is promoted to voter again. The changes go through
+//! the real `idemctl` (`member remove`, `member add`, `member promote`), as an operator runs
+//! them, against the other live nodes (any node forwards membership calls to the leader).
+//! A call that exits 3 (no node answered, or the outcome is unknown; membership calls are
+//! idempotent) or answers `WRONG_STATE` (another change still in progress) is retried.
+//! The removed node keeps running with its data, so re-adding it tests a stale member
+//! rejoining under its old id.
 
-use anyhow::bail;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
 
-use crate::cluster::Cluster;
+use anyhow::{bail, Context as _};
 
-/// Why the membership nemesis cannot run yet.
-pub const UNSUPPORTED: &str = "the membership nemesis needs membership RPCs in idem.v1.Admin \
-(remove a voter; add a learner and promote it), which idemd does not offer yet";
+use crate::cluster::{tools, Cluster};
 
-/// True once idemd can change its membership through its API.
-pub fn supported() -> bool {
-    false
+/// Attempts of one idemctl call.
+const ATTEMPTS: usize = 10;
+
+/// Runs membership changes through idemctl.
+#[derive(Debug, Clone)]
+pub struct Membership {
+    idemctl: PathBuf,
 }
 
-/// Removes `node` from the group.
-pub fn remove(_cluster: &Cluster, _node: usize) -> anyhow::Result<()> {
-    bail!(UNSUPPORTED)
-}
+impl Membership {
+    /// Finds idemctl (`explicit`, else next to idem-jepsen) and checks that it has the
+    /// `member` commands.
+    pub fn locate(explicit: Option<&Path>) -> anyhow::Result<Membership> {
+        let idemctl = tools::locate_binary("idemctl", explicit)?;
+        let help = Command::new(&idemctl)
+            .args(["member", "--help"])
+            .output()
+            .with_context(|| format!("running {}", idemctl.display()))?;
+        if !help.status.success() {
+            bail!(
+                "the membership nemesis needs `idemctl member add|promote|remove`, which {} does not have",
+                idemctl.display()
+            );
+        }
+        Ok(Membership { idemctl })
+    }
 
-/// Adds `node` back to the group.
-pub fn add(_cluster: &Cluster, _node: usize) -> anyhow::Result<()> {
-    bail!(UNSUPPORTED)
+    /// Removes `node` from the group.
+    pub fn remove(&self, cluster: &Cluster, node: usize) -> anyhow::Result<()> {
+        self.ctl(cluster, node, &["member", "remove", &node.to_string()])
+            .map(drop)
+    }
+
+    /// Adds `node` back: as a learner (returns once it caught up), then promoted to voter.
+    pub fn add(&self, cluster: &Cluster, node: usize) -> anyhow::Result<()> {
+        let t = &cluster.topology;
+        let id = node.to_string();
+        let (raft, api) = (t.raft_addr(node), t.api_addr(node));
+        let (region, zone) = (
+            cluster.regions.region_name(node),
+            cluster.regions.zone_name(node),
+        );
+        self.ctl(
+            cluster,
+            node,
+            &[
+                "member",
+                "add",
+                "--id",
+                &id,
+                "--raft-addr",
+                &raft,
+                "--api-addr",
+                &api,
+                "--region",
+                &region,
+                "--zone",
+                &zone,
+            ],
+        )?;
+        self.ctl(cluster, node, &["member", "promote", &id])
+            .map(drop)
+    }
+
+    /// Runs `idemctl -w json ARGS` against the live nodes other than `target`.
+    fn ctl(&self, cluster: &Cluster, target: usize, args: &[&str]) -> anyhow::Result<String> {
+        let mut last = String::new();
+        for _ in 0..ATTEMPTS {
+            let endpoints: Vec<String> = cluster
+                .live_nodes()
+                .into_iter()
+                .filter(|&n| n != target)
+                .map(|n| cluster.topology.api_addr(n))
+                .collect();
+            if endpoints.is_empty() {
+                bail!("no live node to send `idemctl {}` to", args.join(" "));
+            }
+            let out = Command::new(&self.idemctl)
+                .args(["--endpoints", &endpoints.join(","), "-w", "json"])
+                .args(args)
+                .output()
+                .with_context(|| format!("running {}", self.idemctl.display()))?;
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() {
+                return Ok(stdout);
+            }
+            last = format!(
+                "exit {:?}: {stdout}{}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            if out.status.code() != Some(3) && !stdout.contains("WRONG_STATE") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        bail!("idemctl {}: {last}", args.join(" "))
+    }
 }

@@ -8,7 +8,7 @@
 //! - [`kill`]: SIGKILL one node, a minority or the leader, restart it at heal;
 //! - [`pause`]: SIGSTOP one node or the leader, SIGCONT at heal;
 //! - [`clock`]: move some nodes' realtime clocks through libfaketime, reset at heal;
-//! - [`membership`]: remove a node from the Raft group and add it back;
+//! - [`membership`]: remove a node from the Raft group and add it back (through idemctl);
 //! - [`schedule`]: the seeded plan (every interval one fault, healed 2–6 s later);
 //! - [`driver`]: runs the plan against the cluster and records every step in the history.
 //!
