@@ -5,9 +5,10 @@
 //! allocated up front because every member's configuration lists all of them. Node `N` is in
 //! region `r{(N-1) % 3 + 1}`, zone `r{..}-a`.
 //!
-//! Membership changes go through the real `idemctl` (`member add`, `member promote`,
-//! `member remove`, `leader transfer`), exactly as an operator runs them; reads of each
-//! node's view go through `Admin.Status` on that very node ([`Client::status_of`]).
+//! Membership changes go through the public admin API (`Admin.AddMember`, `PromoteMember`,
+//! `RemoveMember`, `TransferLeader`, sent to any node, which forwards them to the leader);
+//! [`Cluster::ctl`] runs the real `idemctl` for the same by hand. Reads of each node's view
+//! go through `Admin.Status` on that very node ([`Client::status_of`]).
 //!
 //! Clusters in one test binary run one at a time ([`Cluster::start`] takes a process-wide
 //! lock until the cluster is dropped): on a small machine, parallel clusters would make the
@@ -19,7 +20,10 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use idem_client::{Client, ClientError, ClientOptions, NodeStatus, RetryPolicy};
+use idem_proto::v1;
+use idem_proto::v1::admin_client::AdminClient;
 use tokio::sync::{Mutex, MutexGuard};
+use tonic::transport::Channel;
 
 use crate::binaries::idemctl;
 use crate::node::{MemberSpec, Node, NodeAddrs, NodeOptions};
@@ -297,8 +301,8 @@ impl Cluster {
         }
     }
 
-    /// Adds a node: starts a fresh one with `join = true`, then `idemctl member add` (as a
-    /// learner, which returns once it caught up) and `idemctl member promote`; waits until it
+    /// Adds a node: starts a fresh one with `join = true`, then `Admin.AddMember` (as a
+    /// learner, which returns once it caught up) and `Admin.PromoteMember`; waits until it
     /// is healthy. Returns its id.
     pub async fn add_node(&mut self) -> u64 {
         let id = self.next_id;
@@ -326,27 +330,28 @@ impl Cluster {
             node.log()
         );
         self.nodes.insert(id, node);
-        let (id_s, raft, api) = (
-            id.to_string(),
-            addrs.raft.to_string(),
-            addrs.api.to_string(),
-        );
-        self.ctl(&[
-            "member",
-            "add",
-            "--id",
-            &id_s,
-            "--raft-addr",
-            &raft,
-            "--api-addr",
-            &api,
-            "--region",
-            &region,
-            "--zone",
-            &zone,
-        ])
+        let member = v1::Member {
+            id,
+            region,
+            zone,
+            raft_addr: addrs.raft.to_string(),
+            api_addr: addrs.api.to_string(),
+            ..v1::Member::default()
+        };
+        self.admin_rpc("AddMember", |mut c| {
+            let member = member.clone();
+            async move {
+                c.add_member(v1::AddMemberRequest {
+                    member: Some(member),
+                })
+                .await
+            }
+        })
         .await;
-        self.ctl(&["member", "promote", &id_s]).await;
+        self.admin_rpc("PromoteMember", |mut c| async move {
+            c.promote_member(v1::PromoteMemberRequest { id }).await
+        })
+        .await;
         self.wait_healthy(id).await;
         id
     }
@@ -365,16 +370,22 @@ impl Cluster {
                 .expect("another node");
             self.transfer_leader(to).await;
         }
-        self.ctl(&["member", "remove", &id.to_string()]).await;
+        self.admin_rpc("RemoveMember", |mut c| async move {
+            c.remove_member(v1::RemoveMemberRequest { id }).await
+        })
+        .await;
         let mut node = self.nodes.remove(&id).expect("node to remove");
         if node.is_running() {
             node.terminate();
         }
     }
 
-    /// `idemctl leader transfer to`, then waits until `to` reports itself leader.
+    /// `Admin.TransferLeader` to `to`, then waits until `to` reports itself leader.
     pub async fn transfer_leader(&mut self, to: u64) {
-        self.ctl(&["leader", "transfer", &to.to_string()]).await;
+        self.admin_rpc("TransferLeader", |mut c| async move {
+            c.transfer_leader(v1::TransferLeaderRequest { to }).await
+        })
+        .await;
         let cluster = &*self;
         let ok = poll(READY_TIMEOUT, || async {
             cluster
@@ -422,6 +433,59 @@ impl Cluster {
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         panic!("idemctl {args:?} failed: {last}");
+    }
+
+    /// Sends an admin rpc to the running nodes in turn (any node forwards it to the leader)
+    /// until one answers, for at most 30 s. Retries `UNAVAILABLE`, deadlines, `NOT_LEADER`
+    /// and `WRONG_STATE` (another membership change in progress): membership calls are
+    /// idempotent. A `NOT_FOUND` after a failed attempt counts as done (a removal that did
+    /// land): then the answer is `None`. Panics on any other answer.
+    pub async fn admin_rpc<T, F, Fut>(&mut self, what: &str, rpc: F) -> Option<T>
+    where
+        F: Fn(AdminClient<Channel>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let mut failures = Vec::new();
+        loop {
+            for id in self.running() {
+                let uri = format!("http://{}", self.endpoint(id));
+                let channel = tonic::transport::Endpoint::from_shared(uri)
+                    .expect("endpoint uri")
+                    .connect_timeout(Duration::from_secs(1))
+                    .timeout(READY_TIMEOUT)
+                    .connect()
+                    .await;
+                let channel = match channel {
+                    Ok(channel) => channel,
+                    Err(e) => {
+                        failures.push(format!("node {id}: {e}"));
+                        continue;
+                    }
+                };
+                match rpc(AdminClient::new(channel)).await {
+                    Ok(response) => return Some(response.into_inner()),
+                    Err(status) => {
+                        let reason = idem_proto::status::reason_of(&status).unwrap_or_default();
+                        if reason == "NOT_FOUND" && !failures.is_empty() {
+                            return None;
+                        }
+                        let passing = matches!(
+                            status.code(),
+                            tonic::Code::Unavailable | tonic::Code::DeadlineExceeded
+                        ) || reason == "WRONG_STATE"
+                            || reason == "NOT_LEADER";
+                        assert!(passing, "{what} through node {id}: {status:?}");
+                        failures.push(format!("node {id}: {reason} {}", status.message()));
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what} failed for {READY_TIMEOUT:?}: {failures:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     }
 
     /// The last `lines` lines of every node's log.
