@@ -74,6 +74,19 @@ pub fn client_for(endpoints: &[String], first: usize) -> anyhow::Result<Client> 
     Ok(Client::connect(rotated, client_options())?)
 }
 
+/// The client of worker `index`'s process `process`: even workers are bound to every node
+/// (starting at a different one each), odd workers to one node only, so that requests also
+/// enter through followers and exercise their forwarding to the leader (the client still
+/// follows a leader hint it is given).
+pub fn worker_client(endpoints: &[String], index: u64, process: u64) -> anyhow::Result<Client> {
+    let first = (index + process) as usize;
+    if index % 2 == 1 && endpoints.len() > 1 {
+        let one = endpoints[first % endpoints.len()].clone();
+        return Ok(Client::connect(vec![one], client_options())?);
+    }
+    client_for(endpoints, first)
+}
+
 /// One worker: a sequence of client processes.
 pub struct Worker {
     index: u64,
@@ -95,7 +108,7 @@ enum Next {
 impl Worker {
     /// Worker number `index` (its first process number).
     pub fn new(index: u64, shared: Arc<Shared>) -> anyhow::Result<Worker> {
-        let client = client_for(&shared.endpoints, index as usize)?;
+        let client = worker_client(&shared.endpoints, index, index)?;
         Ok(Worker {
             index,
             process: index,
@@ -123,8 +136,7 @@ impl Worker {
 
     fn retire(&mut self) {
         self.process += self.shared.concurrency;
-        let first = (self.index + self.process) as usize;
-        if let Ok(client) = client_for(&self.shared.endpoints, first) {
+        if let Ok(client) = worker_client(&self.shared.endpoints, self.index, self.process) {
             self.store = Store::new(client, Arc::clone(&self.shared.recorder));
         }
     }
