@@ -21,9 +21,10 @@ use tonic::{Response, Status};
 use crate::claim::{Claim, ClaimRequest, Target};
 use crate::convert::{self, millis};
 use crate::error::ClientError;
+use crate::membership::Membership;
 use crate::options::ClientOptions;
 use crate::transport::{Kind, Transport};
-use crate::types::{FailureKind, ListQuery, Lookup, NodeStatus, Page, Reconciliation};
+use crate::types::{FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, Reconciliation};
 
 /// Longest wait budget the server honours for `Wait`.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
@@ -380,6 +381,58 @@ impl Client {
             })
             .await
             .map(NodeStatus::from)
+    }
+
+    /// Admin: the members with the leader's view of their replication (matched index,
+    /// lag). Answered by the leader (any node forwards it).
+    pub async fn list_members(&self) -> Result<Membership, ClientError> {
+        self.admin(Kind::Read, |mut c| async move {
+            c.list_members(v1::ListMembersRequest {}).await
+        })
+        .await
+        .map(Membership::from)
+    }
+
+    /// Admin: adds `member` as a learner; returns once it caught up with the leader's log
+    /// (`caught_up`) or the server's bound passed (then `caught_up` is false: check its lag
+    /// before promoting). Adding an existing member with the same addresses is a no-op.
+    pub async fn add_member(&self, member: Member) -> Result<Membership, ClientError> {
+        let wire = v1::AddMemberRequest {
+            member: Some(member.to_proto()),
+        };
+        self.admin(Kind::Write, |mut c| {
+            let wire = wire.clone();
+            async move { c.add_member(wire).await }
+        })
+        .await
+        .map(Membership::from)
+    }
+
+    /// Admin: turns learner `id` into a voter (a no-op for a voter).
+    pub async fn promote_member(&self, id: u64) -> Result<Membership, ClientError> {
+        self.admin(Kind::Write, |mut c| async move {
+            c.promote_member(v1::PromoteMemberRequest { id }).await
+        })
+        .await
+        .map(|r| Membership::of(r.members))
+    }
+
+    /// Admin: removes member `id` (voter or learner); the last voter cannot be removed.
+    pub async fn remove_member(&self, id: u64) -> Result<Membership, ClientError> {
+        self.admin(Kind::Write, |mut c| async move {
+            c.remove_member(v1::RemoveMemberRequest { id }).await
+        })
+        .await
+        .map(|r| Membership::of(r.members))
+    }
+
+    /// Admin: hands leadership to voter `to`; returns the leader id once it leads.
+    pub async fn transfer_leader(&self, to: u64) -> Result<u64, ClientError> {
+        self.admin(Kind::Write, |mut c| async move {
+            c.transfer_leader(v1::TransferLeaderRequest { to }).await
+        })
+        .await
+        .map(|r| r.leader_id)
     }
 
     fn timeout(&self) -> Duration {

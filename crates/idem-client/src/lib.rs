@@ -50,6 +50,7 @@ mod client;
 pub mod convert;
 pub mod error;
 pub mod holder;
+pub mod membership;
 pub mod options;
 mod transport;
 pub mod types;
@@ -57,6 +58,7 @@ pub mod types;
 pub use claim::{Claim, ClaimOutcome, ClaimRequest, Target};
 pub use client::{Client, MAX_WAIT};
 pub use error::ClientError;
+pub use membership::{MemberProgress, Membership};
 pub use options::{ClientOptions, RetryPolicy};
 pub use types::{
     FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, ReconcileTarget, Reconciliation,

@@ -1,10 +1,13 @@
 //! Endpoints, routing and the retry loop shared by every call.
 //!
 //! Any idem node accepts any request, but writes are cheapest at the Raft leader: a follower
-//! answers `NOT_LEADER` with the leader's public address (`leader-addr`). The transport
+//! forwards them (one more hop), or, when it cannot reach a leader, answers `NOT_LEADER`
+//! with the leader's public address (`leader-addr`) when it knows one. The transport
 //! therefore keeps one *preferred* endpoint, starts every call there, moves to the hinted
 //! leader on `NOT_LEADER` (adding its address to the endpoint set if it was not configured)
-//! and to the next endpoint, round-robin, when a node cannot be reached.
+//! and to the next endpoint, round-robin, when a node cannot be reached. A follower that
+//! forwarded a call to the leader says so in the `leader-addr` response metadata: the
+//! transport then prefers that leader too.
 //!
 //! Failures are classified by what they say about the request:
 //!
@@ -267,7 +270,12 @@ impl Transport {
                 None => self.pick(),
             };
             let failure = match tokio::time::timeout(timeout, rpc(node.channel())).await {
-                Ok(Ok(response)) => return Ok(response.into_inner()),
+                Ok(Ok(response)) => {
+                    if pinned.is_none() {
+                        self.follow_forwarding(&response, &node);
+                    }
+                    return Ok(response.into_inner());
+                }
                 Ok(Err(status)) => classify(&status),
                 Err(_) => Failure::MaybeSent(format!("no answer within {timeout:?}"), None),
             };
@@ -313,6 +321,18 @@ impl Transport {
                 return Err(exhausted(kind, maybe_sent, attempt, &node.uri, message));
             }
             tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// A follower that forwarded the call to the leader names it in `leader-addr`: prefer
+    /// the leader for the next calls.
+    fn follow_forwarding<T>(&self, response: &tonic::Response<T>, from: &Node) {
+        let leader = response
+            .metadata()
+            .get(reason::LEADER_ADDR_METADATA_KEY)
+            .and_then(|v| v.to_str().ok());
+        if let Some(addr) = leader {
+            self.redirect(addr, from);
         }
     }
 

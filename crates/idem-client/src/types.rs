@@ -189,6 +189,34 @@ pub struct Member {
     pub voter: bool,
 }
 
+impl From<v1::Member> for Member {
+    fn from(m: v1::Member) -> Self {
+        Member {
+            id: m.id,
+            region: m.region,
+            zone: m.zone,
+            raft_addr: m.raft_addr,
+            api_addr: m.api_addr,
+            voter: m.voter,
+        }
+    }
+}
+
+impl Member {
+    /// The wire form (what `AddMember` sends; `voter` is ignored there).
+    pub(crate) fn to_proto(&self) -> v1::Member {
+        v1::Member {
+            id: self.id,
+            region: self.region.clone(),
+            zone: self.zone.clone(),
+            raft_addr: self.raft_addr.clone(),
+            api_addr: self.api_addr.clone(),
+            voter: self.voter,
+            ..v1::Member::default()
+        }
+    }
+}
+
 /// One node's view of itself and its group ([`crate::Client::status`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeStatus {
@@ -229,18 +257,7 @@ impl From<v1::StatusResponse> for NodeStatus {
             commit_index: s.commit_index,
             applied_index: s.applied_index,
             last_log_index: s.last_log_index,
-            membership: s
-                .membership
-                .into_iter()
-                .map(|m| Member {
-                    id: m.id,
-                    region: m.region,
-                    zone: m.zone,
-                    raft_addr: m.raft_addr,
-                    api_addr: m.api_addr,
-                    voter: m.voter,
-                })
-                .collect(),
+            membership: s.membership.into_iter().map(Member::from).collect(),
             version: s.version,
             records_by_state: s
                 .records_by_state

@@ -44,8 +44,8 @@ fn config(dir: &Path, me: &InitialMember, cluster: ClusterConfig) -> Config {
         cluster,
         ..Config::default()
     };
-    config.raft.heartbeat_interval = Duration::from_millis(50);
-    config.raft.election_timeout = Duration::from_millis(300);
+    config.raft.heartbeat_interval = Duration::from_millis(100);
+    config.raft.election_timeout = Duration::from_millis(500);
     config
 }
 

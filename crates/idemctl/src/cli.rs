@@ -182,6 +182,94 @@ pub enum Command {
     /// Status of every endpoint: node, leader, term, indexes, records by state.
     #[command(after_help = "Example:\n  idemctl --endpoints n1:7400,n2:7400,n3:7400 status")]
     Status,
+
+    /// Cluster membership: list, add (as a learner), promote, remove.
+    #[command(subcommand)]
+    Member(MemberCommand),
+
+    /// Raft leadership: transfer.
+    #[command(subcommand)]
+    Leader(LeaderCommand),
+
+    /// The whole cluster: every member's own status.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+}
+
+/// `idemctl member ...`.
+#[derive(Debug, Subcommand)]
+pub enum MemberCommand {
+    /// Members with the leader's view of their replication (matched index, lag).
+    #[command(after_help = "Example:\n  idemctl member list")]
+    List,
+
+    /// Add a node as a learner; returns once it caught up with the leader's log.
+    #[command(
+        long_about = "Add a started node (idemd --join) as a learner. The command returns \
+                      once the learner caught up with the leader's log (caught_up = true), \
+                      or when the server's bound passed (caught_up = false: check its lag \
+                      with `member list`). Then promote it to a voter.",
+        after_help = "Example:\n  idemctl member add --id 4 --raft-addr 10.0.1.14:7410 \
+                      --api-addr 10.0.1.14:7400 --region eu-west --zone eu-west-1b"
+    )]
+    Add(MemberAddArgs),
+
+    /// Turn a learner into a voter.
+    #[command(after_help = "Example:\n  idemctl member promote 4")]
+    Promote(MemberIdArgs),
+
+    /// Remove a voter or a learner (never the last voter).
+    #[command(after_help = "Example:\n  idemctl member remove 4")]
+    Remove(MemberIdArgs),
+}
+
+/// `idemctl leader ...`.
+#[derive(Debug, Subcommand)]
+pub enum LeaderCommand {
+    /// Hand leadership to a voter and wait until it leads.
+    #[command(after_help = "Example:\n  idemctl leader transfer 2")]
+    Transfer(MemberIdArgs),
+}
+
+/// `idemctl cluster ...`.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// One row per member, from its own Status: role, leader, term, commit, applied, lag.
+    #[command(
+        long_about = "Ask every member (at its api_addr, one attempt each) for its status: \
+                      id, region, role (leader, follower, learner), the leader it knows, \
+                      term, commit and applied index, lag (the leader's commit index minus \
+                      the node's applied index) and whether it answered.",
+        after_help = "Example:\n  idemctl --endpoints n1:7400 cluster status"
+    )]
+    Status,
+}
+
+/// `idemctl member add`.
+#[derive(Debug, Args)]
+pub struct MemberAddArgs {
+    /// The new node's id (≥ 1, unused in the cluster).
+    #[arg(long)]
+    pub id: u64,
+    /// Its node-to-node Raft address.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub raft_addr: String,
+    /// Its public API address.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub api_addr: String,
+    /// Its region.
+    #[arg(long, default_value = "local")]
+    pub region: String,
+    /// Its availability zone.
+    #[arg(long, default_value = "local-a")]
+    pub zone: String,
+}
+
+/// A member id.
+#[derive(Debug, Args)]
+pub struct MemberIdArgs {
+    /// The member's node id.
+    pub id: u64,
 }
 
 /// `idemctl op ...`.

@@ -391,13 +391,13 @@ impl RaftBackend {
                 Ok(Ok((read_log_id, _applied))) => return Ok(read_log_id.index()),
                 Ok(Err(error)) => error,
             };
+            let retry = Instant::now() + RETRY_PAUSE < deadline;
             match error {
+                // A new leader's lease is not confirmed yet, or one heartbeat round missed
+                // its quorum (a slow peer): both pass quickly.
                 RaftError::APIError(LinearizableReadError::ForwardToLeader(f))
-                    if f.reason == ForwardReason::LeaseExpired
-                        && Instant::now() + RETRY_PAUSE < deadline =>
-                {
-                    tokio::time::sleep(RETRY_PAUSE).await;
-                }
+                    if f.reason == ForwardReason::LeaseExpired && retry => {}
+                RaftError::APIError(LinearizableReadError::QuorumNotEnough(_)) if retry => {}
                 RaftError::APIError(LinearizableReadError::ForwardToLeader(forward)) => {
                     return Err(self.not_leader(&forward))
                 }
@@ -410,6 +410,7 @@ impl RaftBackend {
                     return Err(ApiError::Internal(format!("raft stopped: {fatal}")))
                 }
             }
+            tokio::time::sleep(RETRY_PAUSE).await;
         }
     }
 

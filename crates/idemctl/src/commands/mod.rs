@@ -6,6 +6,7 @@
 
 mod admin;
 mod claim;
+mod cluster;
 mod op;
 mod read;
 mod worker;
@@ -13,7 +14,10 @@ mod worker;
 use idem_client::{Client, ClientError, ClientOptions, RetryPolicy, Target};
 use idem_core::{ErrorSummary, IdempotencyKey, OperationId, RecordKey, Scope, StoredResult};
 
-use crate::cli::{Cli, Command, ErrorArgs, KeyArgs, OpCommand, ResultArgs};
+use crate::cli::{
+    Cli, ClusterCommand, Command, ErrorArgs, KeyArgs, LeaderCommand, MemberCommand, OpCommand,
+    ResultArgs,
+};
 use crate::error::CliError;
 use crate::output::Doc;
 
@@ -36,6 +40,12 @@ pub async fn run(cli: Cli) -> Result<Doc, CliError> {
         Command::Op(OpCommand::Reconcile(args)) => op::reconcile(&client, args).await,
         Command::Purge(args) => admin::purge(&client, args).await,
         Command::Status => admin::status(&client).await,
+        Command::Member(MemberCommand::List) => cluster::list(&client).await,
+        Command::Member(MemberCommand::Add(args)) => cluster::add(&client, args).await,
+        Command::Member(MemberCommand::Promote(args)) => cluster::promote(&client, args.id).await,
+        Command::Member(MemberCommand::Remove(args)) => cluster::remove(&client, args.id).await,
+        Command::Leader(LeaderCommand::Transfer(args)) => cluster::transfer(&client, args.id).await,
+        Command::Cluster(ClusterCommand::Status) => cluster::status(&client).await,
     }
 }
 
