@@ -1311,6 +1311,70 @@ risk = "EXTREME"
     }
 
     #[test]
+    fn cluster_members_come_from_file_env_or_flags() {
+        let f = file(
+            r#"
+node_id = 2
+raft_addr = "127.0.0.1:7411"
+api_addr = "127.0.0.1:7401"
+[cluster]
+initial_members = [
+  { id = 1, raft_addr = "127.0.0.1:7410", api_addr = "127.0.0.1:7400", region = "r1", zone = "r1-a" },
+  { id = 2, raft_addr = "127.0.0.1:7411", api_addr = "127.0.0.1:7401" },
+]
+"#,
+        );
+        let path = f.path().to_str().unwrap();
+        let config = load(&["--config", path], &[]).unwrap();
+        assert_eq!(config.cluster.initial_members.len(), 2);
+        assert!(!config.cluster.join);
+        let again = file(&config.to_toml());
+        let reloaded = load(&["--config", again.path().to_str().unwrap()], &[]).unwrap();
+        assert_eq!(reloaded.cluster, config.cluster);
+
+        let env = [(
+            "IDEM_INITIAL_MEMBERS",
+            "2=127.0.0.1:7411,127.0.0.1:7401;3=127.0.0.1:7412,127.0.0.1:7402,r3",
+        )];
+        let config = load(&["--config", path], &env).unwrap();
+        let ids: Vec<u64> = config
+            .cluster
+            .initial_members
+            .iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(ids, vec![2, 3]);
+
+        let lines = problems(load(
+            &[
+                "--config",
+                path,
+                "--initial-member",
+                "1=127.0.0.1:7410,127.0.0.1:7400",
+            ],
+            &[],
+        ));
+        assert_eq!(lines.len(), 1, "{lines:#?}");
+        assert!(
+            lines[0].contains("node_id = 2) is not listed"),
+            "{}",
+            lines[0]
+        );
+        let config = load(
+            &[
+                "--config",
+                path,
+                "--initial-member",
+                "1=127.0.0.1:7410,127.0.0.1:7400",
+                "--join",
+            ],
+            &[],
+        )
+        .unwrap();
+        assert!(config.cluster.join);
+    }
+
+    #[test]
     fn raft_config_is_valid() {
         let raft = Config::default().raft_config().unwrap();
         assert_eq!(raft.enable_pre_vote, Some(true));
