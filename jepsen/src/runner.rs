@@ -240,8 +240,16 @@ async fn run_body(
         "workload done after {:.1}s; healing",
         start.elapsed().as_secs_f64()
     );
-    nemesis_task.abort();
-    let _ = nemesis_task.await;
+    // Every planned fault heals by the time limit; wait for the last heals to finish (a
+    // membership change may take a few seconds) before healing whatever is left.
+    let mut nemesis_task = nemesis_task;
+    if tokio::time::timeout(Duration::from_secs(30), &mut nemesis_task)
+        .await
+        .is_err()
+    {
+        nemesis_task.abort();
+        let _ = nemesis_task.await;
+    }
     nemesis.heal_all().await;
     let mut problems = Vec::new();
     if let Err(e) = recover(&admin, &topology, &all).await {

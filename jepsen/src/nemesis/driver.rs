@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context as _;
 use idem_client::Client;
@@ -40,11 +40,6 @@ pub struct Nemesis {
     active: Mutex<BTreeMap<usize, Active>>,
 }
 
-enum Step {
-    Start(usize),
-    Heal(usize),
-}
-
 impl Nemesis {
     /// A nemesis over `cluster`, recording into `recorder`; `membership` is needed for
     /// membership faults.
@@ -63,21 +58,24 @@ impl Nemesis {
         })
     }
 
-    /// Runs the schedule, timed from `start`; returns when its last fault is healed.
-    pub async fn run(&self, schedule: &Schedule, start: Instant) {
-        let mut steps: Vec<(Duration, Step)> = Vec::new();
-        for (i, p) in schedule.faults.iter().enumerate() {
-            steps.push((p.at, Step::Start(i)));
-            steps.push((p.at + p.heal_after, Step::Heal(i)));
+    /// Runs the schedule, timed from `start`; returns when its last fault is healed. Each
+    /// fault runs in its own task (start, then heal), so a slow step — a membership change
+    /// waiting for a quorum that a kill took away — delays neither the other faults nor the
+    /// heals that would give the quorum back. A kind never overlaps itself, so faults that
+    /// run concurrently touch different things. Dropping the future stops every task.
+    pub async fn run(self: Arc<Self>, schedule: &Schedule, start: Instant) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (i, planned) in schedule.faults.iter().cloned().enumerate() {
+            let me = Arc::clone(&self);
+            tasks.spawn(async move {
+                tokio::time::sleep_until((start + planned.at).into()).await;
+                me.start(i, &planned).await;
+                let end = start + planned.at + planned.heal_after;
+                tokio::time::sleep_until(end.into()).await;
+                me.heal(i).await;
+            });
         }
-        steps.sort_by_key(|(t, step)| (*t, matches!(step, Step::Start(_))));
-        for (t, step) in steps {
-            tokio::time::sleep_until((start + t).into()).await;
-            match step {
-                Step::Start(i) => self.start(i, &schedule.faults[i]).await,
-                Step::Heal(i) => self.heal(i).await,
-            }
-        }
+        while tasks.join_next().await.is_some() {}
     }
 
     fn log(&self, f: &str, value: impl Into<String>) {
@@ -112,7 +110,9 @@ impl Nemesis {
     }
 
     async fn heal(&self, index: usize) {
-        let Some(active) = self.lock().remove(&index) else {
+        // The entry stays until the heal succeeded: interrupted or failed, it is redone by
+        // the final heal.
+        let Some(active) = self.lock().get(&index).cloned() else {
             return;
         };
         let (cluster, membership) = (Arc::clone(&self.cluster), self.membership.clone());
@@ -126,8 +126,13 @@ impl Nemesis {
         })
         .await;
         match result {
-            Ok(Ok(f)) => self.log(f, describe_active(&active)),
-            Ok(Err(e)) => eprintln!("nemesis: healing {active:?} failed: {e:#}"),
+            Ok(Ok(f)) => {
+                self.lock().remove(&index);
+                self.log(f, describe_active(&active));
+            }
+            Ok(Err(e)) => {
+                eprintln!("nemesis: healing {active:?} failed (retried at the end): {e:#}")
+            }
             Err(e) => eprintln!("nemesis: healing {active:?} panicked: {e}"),
         }
     }
