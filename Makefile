@@ -8,12 +8,12 @@ CARGO_TARGET_DIR ?= $(shell [ -w /var/cache ] && echo /var/cache/idem-target || 
 export CARGO_TARGET_DIR
 CARGO ?= cargo
 
-.PHONY: verify bootstrap fmt-check clippy test fmt run help
+.PHONY: verify bootstrap fmt-check clippy test jepsen fmt run help
 
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-verify: bootstrap fmt-check clippy test ## Everything CI checks: fmt, clippy -D warnings, all tests. Edits nothing.
+verify: bootstrap fmt-check clippy test jepsen ## Everything CI checks: fmt, clippy -D warnings, all tests, a short jepsen run. Edits nothing.
 
 bootstrap: ## Install missing system packages (RocksDB, libclang, netns tools).
 	@scripts/bootstrap.sh
@@ -26,6 +26,9 @@ clippy: bootstrap ## Lint every crate and target, warnings are errors.
 
 test: bootstrap ## Run every test of the workspace.
 	$(CARGO) test --release --workspace
+
+jepsen: bootstrap ## A short fault-injection run (3 nodes, partitions and kills, < 3 min; needs root).
+	jepsen/ci.sh
 
 fmt: ## Format the workspace.
 	$(CARGO) fmt --all

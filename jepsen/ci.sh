@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI's Jepsen run: a short test (at most 3 minutes) with partitions and kills under the
-# register workload, against 3 nodes when idemd supports a multi-node [cluster] section,
-# else 1. Exits non-zero when the history is invalid or the test cannot run.
+# register workload, against 3 namespaced nodes. Exits non-zero when the history is invalid
+# or the test cannot run.
 #
 #   sudo jepsen/ci.sh                  # from anywhere in the repository
 #   JEPSEN_SEED=7 JEPSEN_NODES=5 JEPSEN_TIME_LIMIT=60 jepsen/ci.sh
@@ -25,24 +25,7 @@ cargo build --release -p idem-jepsen --bin idem-jepsen
 cargo build --release -p idem-server --bin idemd
 bin="$CARGO_TARGET_DIR/release"
 
-# Multi-node once idemd accepts the initial members list; 1 node until then.
-nodes="${JEPSEN_NODES:-}"
-if [ -z "$nodes" ]; then
-  probe="$(mktemp -d)"
-  cat > "$probe/idemd.toml" <<'TOML'
-node_id = 1
-[cluster]
-initial_members = [{ id = 1, raft_addr = "127.0.0.1:7410", api_addr = "127.0.0.1:7400", region = "r1", zone = "r1-a" }]
-TOML
-  if "$bin/idemd" --config "$probe/idemd.toml" --print-config >/dev/null 2>&1; then
-    nodes=3
-  else
-    nodes=1
-    echo "jepsen/ci.sh: idemd has no [cluster] section yet; testing 1 node" >&2
-  fi
-  rm -rf "$probe"
-fi
-
+nodes="${JEPSEN_NODES:-3}"
 seed="${JEPSEN_SEED:-42}"
 time_limit="${JEPSEN_TIME_LIMIT:-45}"
 cd jepsen
