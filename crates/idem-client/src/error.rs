@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use idem_core::fingerprint::FingerprintError;
 use idem_core::ValidationError;
+use idem_proto::convert::DecodeError;
 use idem_proto::reason;
 use tonic::Code;
 
@@ -146,6 +147,14 @@ impl ClientError {
 impl From<ValidationError> for ClientError {
     fn from(error: ValidationError) -> Self {
         ClientError::invalid(error.reason(), error.to_string())
+    }
+}
+
+/// A server answer that cannot be decoded into idem-core types is
+/// [`ClientError::InvalidResponse`] (whatever field reason the decoder gives).
+impl From<DecodeError> for ClientError {
+    fn from(error: DecodeError) -> Self {
+        ClientError::invalid_response(error.to_string())
     }
 }
 

@@ -100,7 +100,7 @@ impl Page {
                 .records
                 .into_iter()
                 .map(convert::record_from_proto)
-                .collect::<Result<_, _>>()?,
+                .collect::<Result<_, convert::DecodeError>>()?,
             next_page_token: (!response.next_page_token.is_empty())
                 .then_some(response.next_page_token),
         })

@@ -14,6 +14,8 @@
 //! - [`status`]: building and reading a [`tonic::Status`] that carries a reason both as
 //!   `google.rpc.ErrorInfo` and as plain metadata, so that the server has one way to
 //!   report errors and clients one way to read them.
+//! - [`convert`]: the conversions between these messages and idem-core's validated types,
+//!   shared by the server and the SDK so both ends of the wire use the same rules.
 //!
 //! Code generation uses the protoc shipped by `protoc-bin-vendored`, never the system's.
 
@@ -48,6 +50,8 @@ pub mod raft_v1 {
 /// The encoded `google.protobuf.FileDescriptorSet` of `idem.v1` (both services and
 /// every message they use), for `tonic-reflection`.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("idem_v1_descriptor");
+
+pub mod convert;
 
 pub mod reason {
     //! Error reasons and the metadata keys that carry them.

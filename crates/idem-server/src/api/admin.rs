@@ -157,7 +157,7 @@ impl AdminService {
         .await
         .map_err(|e| ApiError::Internal(format!("list task failed: {e}")))??;
         Ok(pb::ListOperationsResponse {
-            records: records.iter().map(convert::record_pb).collect(),
+            records: records.iter().map(convert::record_to_proto).collect(),
             next_page_token: cursor.map(hex::encode).unwrap_or_default(),
         })
     }
@@ -204,7 +204,7 @@ impl AdminService {
                     "record reconciled"
                 );
                 Ok(pb::ReconcileResponse {
-                    record: Some(convert::record_pb(&record)),
+                    record: Some(convert::record_to_proto(&record)),
                 })
             }
             Outcome::Rejected(rejection) => Err(rejection.into()),

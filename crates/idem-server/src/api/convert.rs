@@ -1,42 +1,29 @@
-//! Conversions between the wire types of `idem.v1` and the core's validated types.
+//! The node's reading of requests: `idem.v1` fields to the core's validated types.
 //!
-//! Inbound, every field is validated by the core's constructors, so an error names the field
-//! and carries the reason the API documents (`INVALID_KEY`, `INVALID_SCOPE`, …). Outbound, the
-//! core's enums map one to one onto the proto enums; nothing here decides what a caller may
-//! see (that is [`crate::api::idempotency`]'s job), it only translates.
+//! The conversions themselves (both directions, every message and enum) are shared with the
+//! SDK in [`idem_proto::convert`]; the encoders the services use are re-exported here. What
+//! stays here is the server's policy on input: which fields a request must carry, which reason
+//! a missing one is (`INVALID_SCOPE`, `INVALID_RESULT`, …), that `UNSPECIFIED` means "no
+//! override" or "no filter", that `purged` is ignored on input, and server-side fingerprinting
+//! within the node's limits. Nothing here decides what a caller may see (that is
+//! [`crate::api::idempotency`]'s job), it only translates.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
-use idem_core::fingerprint::{CanonicalRequest, Fingerprint, JcsOptions};
-use idem_core::{
-    ClaimKind, ErrorSummary, IdempotencyKey, OperationId, Record, RecordKey, Risk, Scope, Stage,
-    State, StoredResult, Timestamp,
-};
+use idem_core::fingerprint::{Fingerprint, JcsOptions};
+use idem_core::{ErrorSummary, IdempotencyKey, OperationId, RecordKey, Risk, State, StoredResult};
+use idem_proto::convert as wire;
 use idem_proto::reason;
 use idem_proto::v1 as pb;
 
 use crate::api::ApiError;
 
-/// The scope of a request; absent is `INVALID_SCOPE`.
-pub fn scope(scope: Option<pb::Scope>) -> Result<Scope, ApiError> {
-    let scope = scope.ok_or_else(|| {
-        ApiError::invalid(
-            reason::INVALID_SCOPE,
-            "scope is required (tenant, environment, actor, endpoint)",
-        )
-    })?;
-    Ok(Scope::new(
-        scope.tenant,
-        scope.environment,
-        scope.actor,
-        scope.endpoint,
-    )?)
-}
+pub use idem_proto::convert::{
+    claim_kind_to_proto, duration_from_ms, duration_to_ms, error_to_proto, record_to_proto,
+    result_to_proto, stage_to_proto, state_to_proto,
+};
 
-/// The record key of a request's scope and key.
-pub fn record_key(scope_pb: Option<pb::Scope>, key: String) -> Result<RecordKey, ApiError> {
-    let scope = scope(scope_pb)?;
+/// The record key of a request's scope and key (`INVALID_SCOPE`, `INVALID_KEY`).
+pub fn record_key(scope: Option<pb::Scope>, key: String) -> Result<RecordKey, ApiError> {
+    let scope = wire::scope_from_proto(scope)?;
     let key = IdempotencyKey::new(key)?;
     Ok(RecordKey::new(scope, key))
 }
@@ -53,7 +40,7 @@ pub fn operation_id(text: &str) -> Result<OperationId, ApiError> {
 pub fn fingerprints(fingerprints: Vec<pb::Fingerprint>) -> Result<Vec<Fingerprint>, ApiError> {
     fingerprints
         .into_iter()
-        .map(|f| Ok(Fingerprint::new(f.algorithm, f.schema_version, f.digest)?))
+        .map(|f| Ok(wire::fingerprint_from_proto(f)?))
         .collect()
 }
 
@@ -83,57 +70,25 @@ pub fn canonical_fingerprint(
             ));
         }
     }
+    let schema_version = request.schema_version;
     let options = JcsOptions::new().with_max_bytes(limits.max_canonical_bytes);
-    let canonical = CanonicalRequest::new(request.method, request.route)?
-        .with_options(options)
-        .with_path_params(request.path_params)
-        .with_query(request.query.into_iter().map(|q| (q.name, q.value)));
-    let canonical = match request.body_json {
-        Some(body) => canonical.with_json_body(body),
-        None => canonical,
-    };
-    Ok(canonical.fingerprint(request.schema_version)?)
+    let canonical = wire::canonical_request_from_proto(request)?.with_options(options);
+    Ok(canonical.fingerprint(schema_version)?)
 }
 
-/// A claim's requested risk; `UNSPECIFIED` is "no override".
+/// A claim's requested risk; `UNSPECIFIED` is "no override", unknown is `INVALID_POLICY`.
 pub fn risk(value: i32) -> Result<Option<Risk>, ApiError> {
-    match pb::Risk::try_from(value) {
-        Ok(pb::Risk::Unspecified) => Ok(None),
-        Ok(pb::Risk::Low) => Ok(Some(Risk::Low)),
-        Ok(pb::Risk::Normal) => Ok(Some(Risk::Normal)),
-        Ok(pb::Risk::High) => Ok(Some(Risk::High)),
-        Err(_) => Err(ApiError::invalid(
-            reason::INVALID_POLICY,
-            format!("risk: unknown value {value}"),
-        )),
-    }
-}
-
-/// A duration in milliseconds.
-pub fn millis(ms: u64) -> Duration {
-    Duration::from_millis(ms)
+    Ok(wire::optional_risk_from_proto(value)?)
 }
 
 /// A result to store; absent is `INVALID_RESULT`.
 pub fn stored_result(result: Option<pb::StoredResult>) -> Result<StoredResult, ApiError> {
     let result =
         result.ok_or_else(|| ApiError::invalid(reason::INVALID_RESULT, "result is required"))?;
-    let status_code = u16::try_from(result.status_code).map_err(|_| {
-        ApiError::invalid(
-            reason::INVALID_RESULT,
-            format!(
-                "result.status_code: {} is outside 100..=599",
-                result.status_code
-            ),
-        )
-    })?;
     let stored = StoredResult {
-        status_code,
-        resource_id: result.resource_id,
-        resource_version: result.resource_version,
-        fields: result.fields.into_iter().collect::<BTreeMap<_, _>>(),
         // Set by purges only; ignored on input.
         purged: false,
+        ..wire::result_from_proto(result)?
     };
     stored.validate()?;
     Ok(stored)
@@ -143,172 +98,28 @@ pub fn stored_result(result: Option<pb::StoredResult>) -> Result<StoredResult, A
 pub fn error_summary(error: Option<pb::ErrorSummary>) -> Result<ErrorSummary, ApiError> {
     let error =
         error.ok_or_else(|| ApiError::invalid(reason::INVALID_RESULT, "error is required"))?;
-    let summary = ErrorSummary {
-        code: error.code,
-        message: error.message,
-    };
+    let summary = wire::error_from_proto(error);
     summary.validate()?;
     Ok(summary)
 }
 
 /// A state filter of `ListOperations`; `UNSPECIFIED` means "no filter" (`None`).
 pub fn state_filter(value: i32) -> Result<Option<State>, ApiError> {
-    let state = pb::State::try_from(value)
-        .map_err(|_| ApiError::argument(format!("states: unknown value {value}")))?;
-    Ok(match state {
-        pb::State::Unspecified => None,
-        pb::State::Pending => Some(State::Pending),
-        pb::State::InProgress => Some(State::InProgress),
-        pb::State::Completed => Some(State::Completed),
-        pb::State::RetryableFailure => Some(State::RetryableFailure),
-        pb::State::TerminalFailure => Some(State::TerminalFailure),
-        pb::State::Cancelled => Some(State::Cancelled),
-        pb::State::NeedsReconciliation => Some(State::NeedsReconciliation),
-    })
-}
-
-/// The proto value of a state.
-pub fn state_pb(state: State) -> pb::State {
-    match state {
-        State::Pending => pb::State::Pending,
-        State::InProgress => pb::State::InProgress,
-        State::Completed => pb::State::Completed,
-        State::RetryableFailure => pb::State::RetryableFailure,
-        State::TerminalFailure => pb::State::TerminalFailure,
-        State::Cancelled => pb::State::Cancelled,
-        State::NeedsReconciliation => pb::State::NeedsReconciliation,
-    }
-}
-
-/// The proto value of a stage.
-pub fn stage_pb(stage: Stage) -> pb::Stage {
-    match stage {
-        Stage::NotCalled => pb::Stage::NotCalled,
-        Stage::Calling => pb::Stage::Calling,
-        Stage::RemoteConfirmed => pb::Stage::RemoteConfirmed,
-        Stage::LocalDone => pb::Stage::LocalDone,
-    }
-}
-
-/// The proto value of a risk class.
-pub fn risk_pb(risk: Risk) -> pb::Risk {
-    match risk {
-        Risk::Low => pb::Risk::Low,
-        Risk::Normal => pb::Risk::Normal,
-        Risk::High => pb::Risk::High,
-    }
-}
-
-/// The proto value of a claim outcome.
-pub fn claim_kind_pb(kind: ClaimKind) -> pb::ClaimOutcome {
-    match kind {
-        ClaimKind::Acquired => pb::ClaimOutcome::Acquired,
-        ClaimKind::TakenOver => pb::ClaimOutcome::TakenOver,
-        ClaimKind::InProgress => pb::ClaimOutcome::InProgress,
-        ClaimKind::Completed => pb::ClaimOutcome::Completed,
-        ClaimKind::Failed => pb::ClaimOutcome::Failed,
-        ClaimKind::FingerprintMismatch => pb::ClaimOutcome::FingerprintMismatch,
-        ClaimKind::FingerprintUnverifiable => pb::ClaimOutcome::FingerprintUnverifiable,
-        ClaimKind::NeedsReconciliation => pb::ClaimOutcome::NeedsReconciliation,
-    }
-}
-
-/// Milliseconds of a timestamp (0 when absent).
-pub fn at_ms(at: Option<Timestamp>) -> u64 {
-    at.map_or(0, Timestamp::millis)
-}
-
-/// Milliseconds of a duration, saturating.
-pub fn duration_ms(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// The proto scope of a core scope.
-pub fn scope_pb(scope: &Scope) -> pb::Scope {
-    pb::Scope {
-        tenant: scope.tenant().to_owned(),
-        environment: scope.environment().to_owned(),
-        actor: scope.actor().to_owned(),
-        endpoint: scope.endpoint().to_owned(),
-    }
-}
-
-/// The proto form of a stored fingerprint.
-pub fn fingerprint_pb(fingerprint: &Fingerprint) -> pb::Fingerprint {
-    pb::Fingerprint {
-        algorithm: fingerprint.algorithm.clone(),
-        schema_version: fingerprint.schema_version,
-        digest: fingerprint.digest.clone(),
-    }
-}
-
-/// The proto form of a stored result.
-pub fn result_pb(result: &StoredResult) -> pb::StoredResult {
-    pb::StoredResult {
-        status_code: result.status_code.into(),
-        resource_id: result.resource_id.clone(),
-        resource_version: result.resource_version.clone(),
-        fields: result
-            .fields
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        purged: result.purged,
-    }
-}
-
-/// The proto form of an error summary.
-pub fn error_pb(error: &ErrorSummary) -> pb::ErrorSummary {
-    pb::ErrorSummary {
-        code: error.code.clone(),
-        message: error.message.clone(),
-    }
-}
-
-/// The full proto view of a record.
-pub fn record_pb(record: &Record) -> pb::Record {
-    pb::Record {
-        scope: Some(scope_pb(&record.key.scope)),
-        key: record.key.key.as_str().to_owned(),
-        operation_id: record.operation_id.to_string(),
-        fingerprint: Some(fingerprint_pb(&record.fingerprint)),
-        state: state_pb(record.state).into(),
-        stage: stage_pb(record.stage).into(),
-        remote_ref: record.remote_ref.clone().unwrap_or_default(),
-        fence: record.fence,
-        lease: record.lease.as_ref().map(|lease| pb::Lease {
-            holder: lease.holder.as_str().to_owned(),
-            expires_at_ms: lease.expires_at.millis(),
-        }),
-        attempts: record.attempts,
-        version: record.version,
-        risk: risk_pb(record.policy.risk).into(),
-        lease_ms: duration_ms(record.policy.lease),
-        retention_ms: duration_ms(record.policy.retention),
-        max_result_bytes: record.policy.max_result_bytes,
-        result: record.result.as_ref().map(result_pb),
-        error: record.error.as_ref().map(error_pb),
-        created_at_ms: record.created_at.millis(),
-        updated_at_ms: record.updated_at.millis(),
-        completed_at_ms: at_ms(record.completed_at),
-        expires_at_ms: at_ms(record.expires_at),
-        previous_stage: record
-            .previous_stage
-            .map_or(pb::Stage::Unspecified, stage_pb)
-            .into(),
-    }
+    wire::optional_state_from_proto(value)
+        .map_err(|_| ApiError::argument(format!("states: unknown value {value}")))
 }
 
 /// The proto name of a state (`STATE_PENDING`), the key of `records_by_state`.
 pub fn state_name(state: State) -> &'static str {
-    state_pb(state).as_str_name()
+    state_to_proto(state).as_str_name()
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
 
-    use idem_core::{Holder, Lease, Policy};
+    use idem_core::fingerprint::CanonicalRequest;
+    use idem_core::{ClaimKind, Holder, Lease, Policy, Record, Stage, Timestamp};
 
     use super::*;
 
@@ -481,7 +292,7 @@ mod tests {
         assert_eq!(risk(3).unwrap(), Some(Risk::High));
         assert_eq!(reason_of(risk(9)), "INVALID_POLICY");
         for state in State::ALL {
-            let value = i32::from(state_pb(state));
+            let value = i32::from(state_to_proto(state));
             assert_eq!(state_filter(value).unwrap(), Some(state));
             assert_eq!(state_name(state), format!("STATE_{}", state.name()));
         }
@@ -494,7 +305,7 @@ mod tests {
             Stage::LocalDone,
         ] {
             assert_eq!(
-                stage_pb(stage).as_str_name(),
+                stage_to_proto(stage).as_str_name(),
                 format!("STAGE_{}", stage.name())
             );
         }
@@ -509,7 +320,7 @@ mod tests {
             ClaimKind::NeedsReconciliation,
         ] {
             assert_eq!(
-                claim_kind_pb(kind).as_str_name(),
+                claim_kind_to_proto(kind).as_str_name(),
                 format!("CLAIM_OUTCOME_{}", kind.name())
             );
         }
@@ -541,7 +352,7 @@ mod tests {
             completed_at: None,
             expires_at: None,
         };
-        let view = record_pb(&record);
+        let view = record_to_proto(&record);
         assert_eq!(view.key, "order-1");
         assert_eq!(view.scope, Some(pb_scope()));
         assert_eq!(view.operation_id, record.operation_id.to_string());

@@ -14,6 +14,7 @@
 
 use idem_core::fingerprint::FingerprintError;
 use idem_core::{Rejection, ValidationError};
+use idem_proto::convert::DecodeError;
 use idem_proto::{reason, status};
 use tonic::Status;
 
@@ -101,6 +102,13 @@ impl ApiError {
 
 impl From<ValidationError> for ApiError {
     fn from(error: ValidationError) -> Self {
+        ApiError::invalid(error.reason(), error.to_string())
+    }
+}
+
+/// A request field the shared decoder refused keeps the decoder's reason and message.
+impl From<DecodeError> for ApiError {
+    fn from(error: DecodeError) -> Self {
         ApiError::invalid(error.reason(), error.to_string())
     }
 }

@@ -23,7 +23,7 @@ use idem_proto::v1::idempotency_server::Idempotency;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
-use crate::api::convert::{self, millis};
+use crate::api::convert;
 use crate::api::{observe, record_key_hash, record_operation, ApiContext, ApiError};
 use crate::policy::Overrides;
 
@@ -57,8 +57,8 @@ impl IdempotencyService {
             .claim_fingerprints(req.fingerprints, req.request)
             .await?;
         let overrides = Overrides {
-            lease: req.lease_ms.map(millis),
-            retention: req.retention_ms.map(millis),
+            lease: req.lease_ms.map(convert::duration_from_ms),
+            retention: req.retention_ms.map(convert::duration_from_ms),
             risk: convert::risk(req.risk)?,
             max_result_bytes: req.max_result_bytes,
         };
@@ -138,7 +138,7 @@ impl IdempotencyService {
             Outcome::Record(record) => {
                 record_operation(&record.operation_id);
                 Ok(pb::RecordResponse {
-                    record: Some(convert::record_pb(&record)),
+                    record: Some(convert::record_to_proto(&record)),
                 })
             }
             Outcome::Rejected(rejection) => {
@@ -179,8 +179,8 @@ impl IdempotencyService {
         let record = self.lookup(&target)?;
         let outcome = ClaimKind::preview(&record, self.ctx.backend.now());
         Ok(pb::GetResponse {
-            record: Some(convert::record_pb(&record)),
-            outcome: convert::claim_kind_pb(outcome).into(),
+            record: Some(convert::record_to_proto(&record)),
+            outcome: convert::claim_kind_to_proto(outcome).into(),
         })
     }
 
@@ -216,7 +216,7 @@ impl IdempotencyService {
         };
         let budget = match req.timeout_ms {
             0 => MAX_WAIT,
-            ms => millis(ms).min(MAX_WAIT),
+            ms => convert::duration_from_ms(ms).min(MAX_WAIT),
         };
         self.wait_for(target, Instant::now() + budget).await
     }
@@ -239,9 +239,9 @@ impl IdempotencyService {
             let outcome = ClaimKind::preview(&record, now);
             let settled = record.state.is_terminal() || outcome != ClaimKind::InProgress;
             let response = pb::WaitResponse {
-                record: Some(convert::record_pb(&record)),
+                record: Some(convert::record_to_proto(&record)),
                 terminal: record.state.is_terminal(),
-                outcome: convert::claim_kind_pb(outcome).into(),
+                outcome: convert::claim_kind_to_proto(outcome).into(),
             };
             if settled || Instant::now() >= deadline || !backend.raft_status().is_leader() {
                 return Ok(response);
@@ -302,7 +302,7 @@ pub fn claim_response(outcome: &ClaimOutcome) -> pb::ClaimResponse {
         _ => 0,
     };
     let previous_stage = match (kind, outcome.previous_stage) {
-        (ClaimKind::TakenOver, Some(stage)) => convert::stage_pb(stage),
+        (ClaimKind::TakenOver, Some(stage)) => convert::stage_to_proto(stage),
         _ => pb::Stage::Unspecified,
     };
     let remote_ref = match (kind, outcome.previous_stage) {
@@ -312,24 +312,24 @@ pub fn claim_response(outcome: &ClaimOutcome) -> pb::ClaimResponse {
         _ => String::new(),
     };
     pb::ClaimResponse {
-        outcome: convert::claim_kind_pb(kind).into(),
+        outcome: convert::claim_kind_to_proto(kind).into(),
         operation_id: record.operation_id.to_string(),
         fence: if owns { record.fence } else { 0 },
-        state: convert::state_pb(record.state).into(),
-        stage: convert::stage_pb(record.stage).into(),
+        state: convert::state_to_proto(record.state).into(),
+        stage: convert::stage_to_proto(record.stage).into(),
         version: record.version,
         attempts: record.attempts,
         previous_stage: previous_stage.into(),
         retry_after_ms: match kind {
-            ClaimKind::InProgress => outcome.retry_after.map_or(0, convert::duration_ms),
+            ClaimKind::InProgress => outcome.retry_after.map_or(0, convert::duration_to_ms),
             _ => 0,
         },
         result: match kind {
-            ClaimKind::Completed => record.result.as_ref().map(convert::result_pb),
+            ClaimKind::Completed => record.result.as_ref().map(convert::result_to_proto),
             _ => None,
         },
         error: match kind {
-            ClaimKind::Failed => record.error.as_ref().map(convert::error_pb),
+            ClaimKind::Failed => record.error.as_ref().map(convert::error_to_proto),
             _ => None,
         },
         lease_expires_at_ms,
@@ -408,7 +408,7 @@ impl Idempotency for IdempotencyService {
             let owner = Self::fenced(req.scope, req.key, req.fence)?;
             let command = Command::Renew(Renew {
                 owner,
-                lease: req.lease_ms.map(millis),
+                lease: req.lease_ms.map(convert::duration_from_ms),
             });
             command.validate()?;
             self.mutate(command).await

@@ -1,0 +1,198 @@
+use std::collections::{BTreeMap, HashMap};
+
+use idem_core::{Holder, IdempotencyKey, Lease, Policy, Record, RecordKey};
+
+use super::*;
+
+fn sample_record() -> Record {
+    let scope = Scope::new("acme", "prod", "user-42", "POST /v1/charges").unwrap();
+    Record {
+        key: RecordKey::new(scope, IdempotencyKey::new("order-7f3a").unwrap()),
+        operation_id: "0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d".parse().unwrap(),
+        fingerprint: Fingerprint::new("jcs-sha256/v1", 1, vec![7; 32]).unwrap(),
+        state: State::Completed,
+        stage: Stage::LocalDone,
+        remote_ref: Some("ch_1".into()),
+        previous_stage: Some(Stage::Calling),
+        fence: 3,
+        lease: None,
+        attempts: 2,
+        version: 9,
+        policy: Policy {
+            risk: Risk::High,
+            ..Policy::default()
+        },
+        result: Some(StoredResult {
+            status_code: 201,
+            resource_id: "ch_1".into(),
+            resource_version: "v1".into(),
+            fields: BTreeMap::from([("amount".into(), "100".into())]),
+            purged: false,
+        }),
+        error: None,
+        created_at: Timestamp(1_000),
+        updated_at: Timestamp(2_000),
+        completed_at: Some(Timestamp(2_000)),
+        expires_at: Some(Timestamp(86_402_000)),
+    }
+}
+
+#[test]
+fn record_round_trips() {
+    let record = sample_record();
+    let wire = record_to_proto(&record);
+    assert_eq!(wire.completed_at_ms, 2_000);
+    assert_eq!(wire.risk, v1::Risk::High as i32);
+    assert_eq!(record_from_proto(wire.clone()).unwrap(), record);
+
+    let mut live = record;
+    live.state = State::InProgress;
+    live.stage = Stage::NotCalled;
+    live.remote_ref = None;
+    live.previous_stage = None;
+    live.result = None;
+    live.error = Some(ErrorSummary {
+        code: "timeout".into(),
+        message: "upstream".into(),
+    });
+    live.completed_at = None;
+    live.expires_at = None;
+    live.lease = Some(Lease {
+        holder: Holder::new("w-1").unwrap(),
+        expires_at: Timestamp(31_000),
+    });
+    let wire = record_to_proto(&live);
+    assert_eq!(wire.previous_stage, 0);
+    assert_eq!(wire.remote_ref, "");
+    assert_eq!(record_from_proto(wire).unwrap(), live);
+}
+
+/// A change that breaks a valid wire record.
+type Mutation = fn(&mut v1::Record);
+
+#[test]
+fn invalid_records_carry_the_field_reason() {
+    let good = record_to_proto(&sample_record());
+    let cases: [(Mutation, &str); 10] = [
+        (|r| r.state = 0, "INVALID_ARGUMENT"),
+        (|r| r.state = 99, "INVALID_ARGUMENT"),
+        (|r| r.stage = 0, "INVALID_ARGUMENT"),
+        (|r| r.risk = 0, "INVALID_POLICY"),
+        (|r| r.scope = None, "INVALID_SCOPE"),
+        (
+            |r| r.scope.as_mut().unwrap().endpoint = "x".into(),
+            "INVALID_SCOPE",
+        ),
+        (|r| r.fingerprint = None, "INVALID_FINGERPRINT"),
+        (|r| r.key = "no spaces".into(), "INVALID_KEY"),
+        (|r| r.operation_id = "x".into(), "INVALID_ARGUMENT"),
+        (
+            |r| r.result.as_mut().unwrap().status_code = 70_000,
+            "INVALID_RESULT",
+        ),
+    ];
+    for (i, (mutate, reason)) in cases.iter().enumerate() {
+        let mut wire = good.clone();
+        mutate(&mut wire);
+        let err = record_from_proto(wire).unwrap_err();
+        assert_eq!(err.reason(), *reason, "case {i}: {err}");
+    }
+}
+
+#[test]
+fn messages_name_the_field() {
+    let err = result_from_proto(v1::StoredResult {
+        status_code: 70_000,
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "result.status_code: 70000 is outside 100..=599"
+    );
+    assert_eq!(
+        optional_risk_from_proto(9).unwrap_err().to_string(),
+        "risk: unknown value 9"
+    );
+    assert_eq!(
+        scope_from_proto(None).unwrap_err().to_string(),
+        "scope is required (tenant, environment, actor, endpoint)"
+    );
+}
+
+#[test]
+fn enums_map_one_to_one() {
+    for state in State::ALL {
+        assert_eq!(
+            state_from_proto(state_to_proto(state) as i32).unwrap(),
+            state
+        );
+        // The wire name is the core name with the enum prefix.
+        assert_eq!(
+            state_to_proto(state).as_str_name(),
+            format!("STATE_{}", state.name())
+        );
+    }
+    for stage in STAGES {
+        assert_eq!(
+            stage_from_proto(stage_to_proto(stage) as i32).unwrap(),
+            stage
+        );
+        assert_eq!(
+            stage_to_proto(stage).as_str_name(),
+            format!("STAGE_{}", stage.name())
+        );
+    }
+    for risk in RISKS {
+        assert_eq!(risk_from_proto(risk_to_proto(risk) as i32).unwrap(), risk);
+    }
+    for n in 1..=8 {
+        let kind = claim_kind_from_proto(n).unwrap();
+        assert_eq!(claim_kind_to_proto(kind) as i32, n);
+        assert_eq!(
+            claim_kind_to_proto(kind).as_str_name(),
+            format!("CLAIM_OUTCOME_{}", kind.name())
+        );
+    }
+    assert!(claim_kind_from_proto(0).is_err());
+    assert_eq!(optional_stage_from_proto(0).unwrap(), None);
+    assert_eq!(optional_state_from_proto(0).unwrap(), None);
+    assert_eq!(optional_risk_from_proto(0).unwrap(), None);
+}
+
+#[test]
+fn canonical_request_keeps_body_presence_and_query_order() {
+    let request = CanonicalRequest::new("POST", "/v1/charges/{id}")
+        .unwrap()
+        .with_path_param("id", "7")
+        .with_query_param("tag", "b")
+        .with_query_param("tag", "a");
+    let wire = canonical_request_to_proto(&request, 2).unwrap();
+    assert_eq!(wire.body_json, None);
+    assert_eq!(wire.schema_version, 2);
+    assert_eq!(wire.path_params.get("id").map(String::as_str), Some("7"));
+    let values: Vec<_> = wire.query.iter().map(|q| q.value.as_str()).collect();
+    assert_eq!(values, ["b", "a"]);
+    assert_eq!(canonical_request_from_proto(wire).unwrap(), request);
+
+    let with_body = request.with_json_body("null");
+    let wire = canonical_request_to_proto(&with_body, 1).unwrap();
+    assert_eq!(wire.body_json.as_deref(), Some(&b"null"[..]));
+    assert_eq!(canonical_request_from_proto(wire).unwrap(), with_body);
+}
+
+#[test]
+fn canonical_request_from_the_wire_is_validated() {
+    let wire = v1::CanonicalRequest {
+        method: "post".into(),
+        route: "/v1".into(),
+        path_params: HashMap::new(),
+        query: Vec::new(),
+        body_json: None,
+        schema_version: 1,
+    };
+    assert!(matches!(
+        canonical_request_from_proto(wire),
+        Err(FingerprintError::InvalidMethod { .. })
+    ));
+}
