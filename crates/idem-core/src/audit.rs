@@ -47,4 +47,15 @@ pub enum AuditAction {
         /// How many records were scrubbed by this command.
         scrubbed: u64,
     },
+    /// An operator confirmed a new home for a region group in failover.
+    ConfirmHome {
+        /// The region the group was created for.
+        group_region: String,
+        /// The home before.
+        from: String,
+        /// The new home.
+        to: String,
+        /// The group's epoch after the change.
+        epoch: u64,
+    },
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{check_free_text, check_len, Field, ValidationError};
 use crate::fingerprint::Fingerprint;
 use crate::operation_id::OperationId;
+use crate::placement::{ClusterChange, GroupChange};
 use crate::policy::{validate_lease, Policy};
 use crate::record::{ErrorSummary, Holder, RecordKey, StoredResult};
 use crate::scope::{validate_actor, validate_tenant};
@@ -52,6 +53,10 @@ pub enum Command {
     Reconcile(Reconcile),
     /// Admin scrub of one subject's derived data, audited.
     PurgeSubject(PurgeSubject),
+    /// Change of the cluster configuration (global group).
+    Cluster(ClusterChange),
+    /// Change of a region group's own state (region groups).
+    Group(GroupChange),
 }
 
 /// A claim of `(scope, key)`.
@@ -196,7 +201,30 @@ impl Command {
             Command::Expire(expire) => check_limit(expire.limit, MAX_EXPIRE_BATCH),
             Command::Reconcile(reconcile) => reconcile.validate(),
             Command::PurgeSubject(purge) => purge.validate(),
+            Command::Cluster(change) => change.validate(),
+            Command::Group(change) => change.validate(),
         }
+    }
+
+    /// The tenant whose records the command touches, for commands that name one (the
+    /// placement decides which group may apply them).
+    pub fn tenant(&self) -> Option<&str> {
+        let target = match self {
+            Command::Claim(claim) => &claim.target,
+            Command::Start(owner) | Command::Release(owner) | Command::Cancel(owner) => {
+                &owner.target
+            }
+            Command::RecordExternalCall(call) => &call.owner.target,
+            Command::Renew(renew) => &renew.owner.target,
+            Command::Complete(complete) => &complete.owner.target,
+            Command::Fail(fail) => &fail.owner.target,
+            Command::PurgeSubject(purge) => return Some(&purge.tenant),
+            Command::Expire(_)
+            | Command::Reconcile(_)
+            | Command::Cluster(_)
+            | Command::Group(_) => return None,
+        };
+        Some(target.scope.tenant())
     }
 
     /// A short name for logs and metrics.
@@ -213,6 +241,8 @@ impl Command {
             Command::Expire(_) => "expire",
             Command::Reconcile(_) => "reconcile",
             Command::PurgeSubject(_) => "purge_subject",
+            Command::Cluster(_) => "cluster_config",
+            Command::Group(_) => "group_state",
         }
     }
 }
@@ -267,7 +297,7 @@ impl PurgeSubject {
     }
 }
 
-fn check_admin(reason: &str, admin: &str) -> Result<(), ValidationError> {
+pub(crate) fn check_admin(reason: &str, admin: &str) -> Result<(), ValidationError> {
     check_free_text(Field::Reason, reason, 1, MAX_REASON)?;
     check_free_text(Field::Admin, admin, 1, 128)
 }

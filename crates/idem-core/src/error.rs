@@ -56,6 +56,8 @@ pub enum Field {
     Admin,
     /// A batch limit (expire, purge).
     Limit,
+    /// A region name.
+    Region,
 }
 
 impl Field {
@@ -85,6 +87,7 @@ impl Field {
             Field::Reason => "reason",
             Field::Admin => "admin",
             Field::Limit => "limit",
+            Field::Region => "region",
         }
     }
 
@@ -108,7 +111,8 @@ impl Field {
             | Field::RemoteRef
             | Field::Reason
             | Field::Admin
-            | Field::Limit => "INVALID_ARGUMENT",
+            | Field::Limit
+            | Field::Region => "INVALID_ARGUMENT",
         }
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Field, ValidationError};
 use crate::operation_id::OperationId;
+use crate::placement::Placement;
 use crate::record::{Record, RecordKey, Stage, State};
 use crate::time::Timestamp;
 
@@ -26,6 +27,8 @@ pub enum Outcome {
         /// Their operation ids, oldest first.
         operation_ids: Vec<OperationId>,
     },
+    /// A placement change was applied (or was already in place): the state after it.
+    Placement(Placement),
     /// A purge batch ran.
     Purged {
         /// Records scrubbed by this batch.
@@ -174,6 +177,37 @@ pub enum Rejection {
         /// The record's version.
         current: u64,
     },
+    /// This group does not decide the tenant's keys (the sender's view of the placement
+    /// was stale, or the tenant is moving): route again.
+    #[error("this group does not decide this tenant's keys; route again")]
+    WrongGroup,
+    /// The group is in region failover and the claim is HIGH risk.
+    #[error("region failover: HIGH-risk claims and takeovers are refused until leadership returns home or an operator confirms a new home")]
+    RegionFailover {
+        /// When to try again.
+        retry_after: Duration,
+    },
+    /// The tenant already has records in its current group: its home cannot change.
+    #[error("tenant {tenant} already has records in its current group; its home region is immutable")]
+    TenantHomeImmutable {
+        /// The tenant.
+        tenant: String,
+    },
+    /// No region of that name is defined.
+    #[error("no region named {region}")]
+    UnknownRegion {
+        /// The region asked for.
+        region: String,
+    },
+    /// The placement change contradicts the current configuration.
+    #[error("{message}")]
+    PlacementConflict {
+        /// What is in the way.
+        message: String,
+    },
+    /// Confirming a new home needs a failover in progress.
+    #[error("the group is not in failover")]
+    NotInFailover,
 }
 
 impl From<ValidationError> for Rejection {
@@ -198,6 +232,12 @@ impl Rejection {
             Rejection::StageConflict { .. } => "WRONG_STATE",
             Rejection::ResultTooLarge { .. } => "RESULT_TOO_LARGE",
             Rejection::VersionMismatch { .. } => "VERSION_MISMATCH",
+            Rejection::WrongGroup => "WRONG_GROUP",
+            Rejection::RegionFailover { .. } => "REGION_FAILOVER",
+            Rejection::TenantHomeImmutable { .. } => "TENANT_HOME_IMMUTABLE",
+            Rejection::UnknownRegion { .. } => "UNKNOWN_REGION",
+            Rejection::PlacementConflict { .. } => "PLACEMENT_CONFLICT",
+            Rejection::NotInFailover => "NOT_IN_FAILOVER",
         }
     }
 }

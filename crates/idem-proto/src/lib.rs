@@ -115,6 +115,17 @@ pub mod reason {
     pub const UNAVAILABLE_OUTCOME_UNKNOWN: &str = "UNAVAILABLE_OUTCOME_UNKNOWN";
     /// UNAVAILABLE: a HIGH-risk write is refused while the group is in region failover.
     pub const REGION_FAILOVER: &str = "REGION_FAILOVER";
+    /// UNAVAILABLE: the group asked does not decide this tenant's keys (its home is
+    /// changing, or the node's view of the placement was stale); retry.
+    pub const WRONG_GROUP: &str = "WRONG_GROUP";
+    /// NOT_FOUND: no region of that name is defined.
+    pub const UNKNOWN_REGION: &str = "UNKNOWN_REGION";
+    /// FAILED_PRECONDITION: the tenant has records; its home region cannot change.
+    pub const TENANT_HOME_IMMUTABLE: &str = "TENANT_HOME_IMMUTABLE";
+    /// FAILED_PRECONDITION: the placement change contradicts the configuration.
+    pub const PLACEMENT_CONFLICT: &str = "PLACEMENT_CONFLICT";
+    /// FAILED_PRECONDITION: confirming a new home needs a group in failover.
+    pub const NOT_IN_FAILOVER: &str = "NOT_IN_FAILOVER";
     /// RESOURCE_EXHAUSTED: the request message is above the server's limit.
     pub const REQUEST_TOO_LARGE: &str = "REQUEST_TOO_LARGE";
     /// INTERNAL: a bug or storage failure on the server.
@@ -139,6 +150,11 @@ pub mod reason {
         (NOT_LEADER, Code::Unavailable),
         (UNAVAILABLE_OUTCOME_UNKNOWN, Code::Unavailable),
         (REGION_FAILOVER, Code::Unavailable),
+        (WRONG_GROUP, Code::Unavailable),
+        (UNKNOWN_REGION, Code::NotFound),
+        (TENANT_HOME_IMMUTABLE, Code::FailedPrecondition),
+        (PLACEMENT_CONFLICT, Code::FailedPrecondition),
+        (NOT_IN_FAILOVER, Code::FailedPrecondition),
         (REQUEST_TOO_LARGE, Code::ResourceExhausted),
         (INTERNAL, Code::Internal),
     ];

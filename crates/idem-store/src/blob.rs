@@ -3,11 +3,12 @@
 //!
 //! ```text
 //! "IDEMSNAP" | version: u32 BE (= 1)
-//! frame*     : tag: u8 (1..=5) | key_len: u32 BE | key | value_len: u32 BE | value
+//! frame*     : tag: u8 (1..=6) | key_len: u32 BE | key | value_len: u32 BE | value
 //! end        : tag 0 | frame count: u64 BE | SHA-256 of every byte before the digest
 //! ```
 //!
-//! Tags: 1 `records`, 2 `operations`, 3 `expiry`, 4 `audit`, 5 the core `Meta` (empty key).
+//! Tags: 1 `records`, 2 `operations`, 3 `expiry`, 4 `audit`, 5 the core `Meta` (empty key),
+//! 6 the group's `Placement` (empty key).
 //! Keys and values are copied byte for byte from RocksDB (see the `db` module for their
 //! encodings), so building is a scan and installing is a batch of puts; the same state
 //! dumps to the same bytes on every replica. The Raft position (last log id, membership)
@@ -16,19 +17,20 @@
 //! or foreign blob is refused as a whole.
 
 use idem_core::store::{ExpiryKey, Meta};
-use idem_core::{AuditEntry, Record, RecordKey};
+use idem_core::{AuditEntry, Placement, Record, RecordKey};
 use rocksdb::{IteratorMode, WriteBatch};
 use sha2::{Digest, Sha256};
 
-use crate::codec::{self, CORE_META};
+use crate::codec::{self, CORE_META, PLACEMENT};
 use crate::db::{Cf, Db};
 use crate::error::StoreError;
 
 const MAGIC: &[u8; 8] = b"IDEMSNAP";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const DIGEST_LEN: usize = 32;
 const END: u8 = 0;
 const META_TAG: u8 = 5;
+const PLACEMENT_TAG: u8 = 6;
 
 /// The frame tag of a state column family.
 fn tag_of(cf: Cf) -> u8 {
@@ -53,9 +55,11 @@ pub(crate) fn dump(db: &Db, view: &rocksdb::Snapshot<'_>) -> Result<Vec<u8>, Sto
             frames += 1;
         }
     }
-    if let Some(meta) = view.get_cf(db.cf(Cf::SmMeta), CORE_META)? {
-        push_frame(&mut out, META_TAG, &[], &meta)?;
-        frames += 1;
+    for (tag, key) in [(META_TAG, CORE_META), (PLACEMENT_TAG, PLACEMENT)] {
+        if let Some(value) = view.get_cf(db.cf(Cf::SmMeta), key)? {
+            push_frame(&mut out, tag, &[], &value)?;
+            frames += 1;
+        }
     }
     out.push(END);
     out.extend_from_slice(&frames.to_be_bytes());
@@ -88,7 +92,11 @@ pub(crate) fn load(db: &Db, data: &[u8], batch: &mut WriteBatch) -> Result<(), S
         let key = reader.part()?;
         let value = reader.part()?;
         let cf = check_frame(tag, key, value)?;
-        let key = if tag == META_TAG { CORE_META } else { key };
+        let key = match tag {
+            META_TAG => CORE_META,
+            PLACEMENT_TAG => PLACEMENT,
+            _ => key,
+        };
         batch.put_cf(db.cf(cf), key, value);
         frames += 1;
     }
@@ -147,6 +155,10 @@ fn check_frame(tag: u8, key: &[u8], value: &[u8]) -> Result<Cf, StoreError> {
         }
         META_TAG => {
             codec::decode::<Meta>(value)?;
+            Ok(Cf::SmMeta)
+        }
+        PLACEMENT_TAG => {
+            codec::decode::<Placement>(value)?;
             Ok(Cf::SmMeta)
         }
         other => Err(StoreError::corrupt(

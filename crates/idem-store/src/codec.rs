@@ -27,6 +27,8 @@ pub(crate) const LAST_PURGED: &[u8] = b"last_purged";
 
 /// `sm_meta` key of the core's [`Meta`](idem_core::store::Meta).
 pub(crate) const CORE_META: &[u8] = b"core";
+/// `sm_meta` key of the core's [`Placement`](idem_core::Placement).
+pub(crate) const PLACEMENT: &[u8] = b"placement";
 /// `sm_meta` key of the last applied log id.
 pub(crate) const APPLIED: &[u8] = b"applied";
 /// `sm_meta` key of the last applied membership.

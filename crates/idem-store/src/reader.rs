@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use idem_core::store::{ExpiryKey, Meta};
-use idem_core::{AuditEntry, OperationId, Record, RecordKey, Timestamp};
+use idem_core::{AuditEntry, OperationId, Placement, Record, RecordKey, Timestamp};
 use tokio::sync::watch;
 
 use crate::db::Db;
@@ -82,6 +82,12 @@ impl StateReader {
     /// The core metadata: replicated clock, next audit sequence number.
     pub fn meta(&self) -> Result<Meta, StoreError> {
         self.state.get_meta()
+    }
+
+    /// The group's placement state as applied here: the cluster configuration (global
+    /// group) or the region group's home, admitted tenants and failover.
+    pub fn placement(&self) -> Result<Placement, StoreError> {
+        self.state.get_placement()
     }
 
     /// The last applied log id, `None` before anything was applied.

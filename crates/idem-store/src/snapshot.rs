@@ -19,7 +19,7 @@ use rocksdb::WriteBatch;
 use serde::{Deserialize, Serialize};
 
 use crate::blob;
-use crate::codec::{self, APPLIED, CORE_META, MEMBERSHIP, SNAPSHOT};
+use crate::codec::{self, APPLIED, CORE_META, MEMBERSHIP, PLACEMENT, SNAPSHOT};
 use crate::db::{Cf, Db};
 use crate::error::StoreError;
 use crate::types::{LogId, Snapshot, SnapshotData, SnapshotMeta, StoredMembership};
@@ -96,6 +96,7 @@ impl SnapshotStore {
             self.db.clear(&mut batch, cf)?;
         }
         batch.delete_cf(self.db.cf(Cf::SmMeta), CORE_META);
+        batch.delete_cf(self.db.cf(Cf::SmMeta), PLACEMENT);
         blob::load(&self.db, &data, &mut batch)?;
         match &meta.last_log_id {
             Some(applied) => self.db.put(&mut batch, Cf::SmMeta, APPLIED, applied)?,

@@ -12,10 +12,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use idem_core::store::{ExpiryKey, Meta, WriteSet};
-use idem_core::{AuditEntry, OperationId, Record, RecordKey, StateStore, Timestamp};
+use idem_core::{AuditEntry, OperationId, Placement, Record, RecordKey, StateStore, Timestamp};
 use rocksdb::{Direction, IteratorMode, WriteBatch};
 
-use crate::codec::{self, CORE_META};
+use crate::codec::{self, CORE_META, PLACEMENT};
 use crate::db::{db_dir, Cf, Db};
 use crate::error::StoreError;
 
@@ -120,6 +120,11 @@ impl RocksState {
         Ok(self.db.get(Cf::SmMeta, CORE_META)?.unwrap_or_default())
     }
 
+    /// The group's placement state (default when never changed).
+    pub(crate) fn get_placement(&self) -> Result<Placement, StoreError> {
+        Ok(self.db.get(Cf::SmMeta, PLACEMENT)?.unwrap_or_default())
+    }
+
     /// Adds `writes` to `batch`.
     pub(crate) fn stage(&self, batch: &mut WriteBatch, writes: WriteSet) -> Result<(), StoreError> {
         let db = &self.db;
@@ -140,6 +145,9 @@ impl RocksState {
         }
         if let Some(meta) = writes.meta {
             db.put(batch, Cf::SmMeta, CORE_META, &meta)?;
+        }
+        if let Some(placement) = writes.placement {
+            db.put(batch, Cf::SmMeta, PLACEMENT, &placement)?;
         }
         Ok(())
     }
@@ -192,6 +200,10 @@ impl StateStore for RocksState {
 
     fn meta(&self) -> Result<Meta, idem_core::StoreError> {
         Ok(self.get_meta()?)
+    }
+
+    fn placement(&self) -> Result<Placement, idem_core::StoreError> {
+        Ok(self.get_placement()?)
     }
 
     fn commit(&mut self, writes: WriteSet) -> Result<(), idem_core::StoreError> {

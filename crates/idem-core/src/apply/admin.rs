@@ -120,7 +120,7 @@ fn scrub(old: &Record, ctx: &Ctx) -> Option<Record> {
     Some(record)
 }
 
-fn audit(ctx: &mut Ctx, admin: &str, reason: &str, action: AuditAction) {
+pub(crate) fn audit(ctx: &mut Ctx, admin: &str, reason: &str, action: AuditAction) {
     let entry = AuditEntry {
         seq: ctx.meta.take_audit_seq(),
         at: ctx.now,

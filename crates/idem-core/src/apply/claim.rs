@@ -4,10 +4,11 @@ use crate::apply::Ctx;
 use crate::command::Claim;
 use crate::error::StoreError;
 use crate::fingerprint::Fingerprint;
-use crate::outcome::{ClaimKind, ClaimOutcome, Outcome};
+use crate::outcome::{ClaimKind, ClaimOutcome, Outcome, Rejection};
+use crate::placement::FAILOVER_RETRY_AFTER;
 use crate::policy::Risk;
 use crate::record::{Lease, Record, Stage, State};
-use crate::store::StateStore;
+use crate::store::{StateStore, WriteSet};
 
 /// How a claim's fingerprints compare with the stored one.
 enum Match {
@@ -20,16 +21,66 @@ pub(crate) fn claim<S: StateStore + ?Sized>(
     state: &S,
     ctx: &mut Ctx,
     claim: &Claim,
+    guarded: bool,
 ) -> Result<Outcome, StoreError> {
     let Some(record) = state.record(&claim.target)? else {
+        if guarded && claim.policy.risk == Risk::High {
+            return Ok(region_failover());
+        }
         return Ok(create(ctx, claim));
     };
+    if let Some(outcome) = replay(&record, &claim.fingerprints) {
+        return Ok(Outcome::Claim(outcome));
+    }
     let outcome = match compare(&record.fingerprint, &claim.fingerprints) {
         Match::Different => view(ClaimKind::FingerprintMismatch, record),
         Match::Unverifiable => view(ClaimKind::FingerprintUnverifiable, record),
         Match::Same => existing(ctx, claim, record),
     };
+    if guarded && is_high_risk_takeover(&outcome) {
+        // Nothing of the takeover is written: the lost region's worker may still run.
+        ctx.writes = WriteSet::default();
+        return Ok(region_failover());
+    }
     Ok(Outcome::Claim(outcome))
+}
+
+/// The answer to a claim of a terminal record, or `None` for a record that may still
+/// change. It depends on immutable data only (terminal records never change), so any
+/// replica that applied the record may give it without a Raft round trip (DESIGN.md §3,
+/// local replays); apply gives the very same answer.
+pub fn replay(record: &Record, offered: &[Fingerprint]) -> Option<ClaimOutcome> {
+    if !record.state.is_terminal() {
+        return None;
+    }
+    let kind = match compare(&record.fingerprint, offered) {
+        Match::Different => ClaimKind::FingerprintMismatch,
+        Match::Unverifiable => ClaimKind::FingerprintUnverifiable,
+        Match::Same => terminal_kind(record.state),
+    };
+    Some(view(kind, record.clone()))
+}
+
+/// What a matching claim of a terminal record learns.
+fn terminal_kind(state: State) -> ClaimKind {
+    if state == State::Completed {
+        ClaimKind::Completed
+    } else {
+        ClaimKind::Failed
+    }
+}
+
+/// A new holder taking over a HIGH-risk record (not a lost reply being redelivered).
+fn is_high_risk_takeover(outcome: &ClaimOutcome) -> bool {
+    outcome.kind == ClaimKind::TakenOver
+        && !outcome.redelivered
+        && outcome.record.policy.risk == Risk::High
+}
+
+fn region_failover() -> Outcome {
+    Outcome::Rejected(Rejection::RegionFailover {
+        retry_after: FAILOVER_RETRY_AFTER,
+    })
 }
 
 fn compare(stored: &Fingerprint, offered: &[Fingerprint]) -> Match {
@@ -72,10 +123,12 @@ fn create(ctx: &mut Ctx, claim: &Claim) -> Outcome {
     Outcome::Claim(view(ClaimKind::Acquired, record))
 }
 
+/// A claim with a matching fingerprint.
 fn existing(ctx: &mut Ctx, claim: &Claim, record: Record) -> ClaimOutcome {
     match record.state {
-        State::Completed => view(ClaimKind::Completed, record),
-        State::TerminalFailure | State::Cancelled => view(ClaimKind::Failed, record),
+        State::Completed | State::TerminalFailure | State::Cancelled => {
+            view(terminal_kind(record.state), record)
+        }
         State::NeedsReconciliation => view(ClaimKind::NeedsReconciliation, record),
         State::RetryableFailure => take_over(ctx, claim, record),
         State::Pending | State::InProgress => active(ctx, claim, record),

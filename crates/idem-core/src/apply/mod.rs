@@ -10,7 +10,10 @@
 mod admin;
 mod claim;
 mod expire;
+mod placement;
 mod worker;
+
+pub use claim::replay;
 
 use crate::command::Command;
 use crate::error::StoreError;
@@ -49,7 +52,7 @@ pub fn apply<S: StateStore + ?Sized>(
         },
     };
     let outcome = match command.validate() {
-        Ok(()) => dispatch(state, &mut ctx, command)?,
+        Ok(()) => admit(state, &mut ctx, command)?,
         Err(error) => Outcome::Rejected(Rejection::from(error)),
     };
     ctx.writes.meta = Some(ctx.meta);
@@ -57,13 +60,31 @@ pub fn apply<S: StateStore + ?Sized>(
     Ok(outcome)
 }
 
-fn dispatch<S: StateStore + ?Sized>(
+/// Refuses commands about a tenant this group does not decide (`WRONG_GROUP`, see
+/// [`crate::placement`]), then dispatches.
+fn admit<S: StateStore + ?Sized>(
     state: &S,
     ctx: &mut Ctx,
     command: &Command,
 ) -> Result<Outcome, StoreError> {
+    let Some(tenant) = command.tenant() else {
+        return dispatch(state, ctx, command, false);
+    };
+    let placement = state.placement()?;
+    if !placement.admits(tenant) {
+        return Ok(Outcome::Rejected(Rejection::WrongGroup));
+    }
+    dispatch(state, ctx, command, placement.failover().is_some())
+}
+
+fn dispatch<S: StateStore + ?Sized>(
+    state: &S,
+    ctx: &mut Ctx,
+    command: &Command,
+    in_failover: bool,
+) -> Result<Outcome, StoreError> {
     match command {
-        Command::Claim(claim) => claim::claim(state, ctx, claim),
+        Command::Claim(claim) => claim::claim(state, ctx, claim, in_failover),
         Command::Start(owner) => worker::start(state, ctx, owner),
         Command::RecordExternalCall(call) => worker::record_external_call(state, ctx, call),
         Command::Renew(renew) => worker::renew(state, ctx, renew),
@@ -74,6 +95,8 @@ fn dispatch<S: StateStore + ?Sized>(
         Command::Expire(expire) => expire::expire(state, ctx, expire),
         Command::Reconcile(reconcile) => admin::reconcile(state, ctx, reconcile),
         Command::PurgeSubject(purge) => admin::purge_subject(state, ctx, purge),
+        Command::Cluster(change) => placement::cluster(state, ctx, change),
+        Command::Group(change) => placement::group(state, ctx, change),
     }
 }
 

@@ -35,6 +35,13 @@ impl RecordKey {
         out
     }
 
+    /// The prefix shared by every record of `tenant`.
+    pub fn tenant_prefix(tenant: &str) -> Vec<u8> {
+        let mut out = Vec::with_capacity(tenant.len() + 1);
+        push_field(&mut out, tenant);
+        out
+    }
+
     /// The prefix shared by every record of `(tenant, actor)`.
     pub fn subject_prefix(tenant: &str, actor: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(tenant.len() + actor.len() + 2);

@@ -9,6 +9,7 @@ use super::{ExpiryKey, Meta, StateStore, WriteSet};
 use crate::audit::AuditEntry;
 use crate::error::StoreError;
 use crate::operation_id::OperationId;
+use crate::placement::Placement;
 use crate::record::{Record, RecordKey};
 use crate::time::Timestamp;
 
@@ -20,6 +21,7 @@ pub struct MemoryStore {
     expiry: BTreeMap<ExpiryKey, RecordKey>,
     audit: BTreeMap<u64, AuditEntry>,
     meta: Meta,
+    placement: Placement,
 }
 
 impl MemoryStore {
@@ -96,6 +98,10 @@ impl StateStore for MemoryStore {
         Ok(self.meta)
     }
 
+    fn placement(&self) -> Result<Placement, StoreError> {
+        Ok(self.placement.clone())
+    }
+
     fn commit(&mut self, writes: WriteSet) -> Result<(), StoreError> {
         apply_map(&mut self.records, writes.records);
         apply_map(&mut self.operations, writes.operations);
@@ -105,6 +111,9 @@ impl StateStore for MemoryStore {
         }
         if let Some(meta) = writes.meta {
             self.meta = meta;
+        }
+        if let Some(placement) = writes.placement {
+            self.placement = placement;
         }
         Ok(())
     }

@@ -17,6 +17,7 @@ pub use write_set::{ExpiryKey, Meta, WriteSet};
 use crate::audit::AuditEntry;
 use crate::error::StoreError;
 use crate::operation_id::OperationId;
+use crate::placement::Placement;
 use crate::record::{Record, RecordKey};
 use crate::time::Timestamp;
 
@@ -46,6 +47,9 @@ pub trait StateStore {
 
     /// State-machine metadata (last stamp, next audit sequence number).
     fn meta(&self) -> Result<Meta, StoreError>;
+
+    /// The group's placement state (default when never changed).
+    fn placement(&self) -> Result<Placement, StoreError>;
 
     /// Applies `writes` atomically: all of them or none.
     fn commit(&mut self, writes: WriteSet) -> Result<(), StoreError>;

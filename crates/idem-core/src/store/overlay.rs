@@ -11,6 +11,7 @@ use super::{ExpiryKey, Meta, StateStore, WriteSet};
 use crate::audit::AuditEntry;
 use crate::error::StoreError;
 use crate::operation_id::OperationId;
+use crate::placement::Placement;
 use crate::record::{Record, RecordKey};
 use crate::time::Timestamp;
 
@@ -98,6 +99,13 @@ impl<S: StateStore + ?Sized> StateStore for Overlay<'_, S> {
         match self.pending.meta {
             Some(meta) => Ok(meta),
             None => self.base.meta(),
+        }
+    }
+
+    fn placement(&self) -> Result<Placement, StoreError> {
+        match &self.pending.placement {
+            Some(placement) => Ok(placement.clone()),
+            None => self.base.placement(),
         }
     }
 

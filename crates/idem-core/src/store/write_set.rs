@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::audit::AuditEntry;
 use crate::operation_id::OperationId;
+use crate::placement::Placement;
 use crate::record::{Record, RecordKey};
 use crate::time::Timestamp;
 
@@ -74,6 +75,8 @@ pub struct WriteSet {
     pub audit: Vec<AuditEntry>,
     /// New metadata.
     pub meta: Option<Meta>,
+    /// New placement state (rarely: only placement commands change it).
+    pub placement: Option<Placement>,
 }
 
 impl WriteSet {
@@ -114,6 +117,9 @@ impl WriteSet {
         if later.meta.is_some() {
             self.meta = later.meta;
         }
+        if later.placement.is_some() {
+            self.placement = later.placement;
+        }
     }
 
     /// True when nothing is written.
@@ -123,6 +129,7 @@ impl WriteSet {
             && self.expiry.is_empty()
             && self.audit.is_empty()
             && self.meta.is_none()
+            && self.placement.is_none()
     }
 }
 

@@ -65,11 +65,14 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
-    /// Sends `payload` as `kind` to the node at `raft_addr`, bounded by `timeout`.
+    /// Sends `payload` as `kind` for `group` to the node at `raft_addr`, bounded by
+    /// `timeout`.
     /// `idempotent`: a failure after sending may be retried (reads).
+    #[allow(clippy::too_many_arguments)]
     pub async fn call(
         &self,
         kind: ForwardKind,
+        group: u64,
         raft_addr: &str,
         payload: Vec<u8>,
         timeout: Duration,
@@ -80,7 +83,7 @@ impl Forwarder {
             .max_decoding_message_size(MAX_MESSAGE)
             .max_encoding_message_size(MAX_MESSAGE);
         let mut request = tonic::Request::new(rpb::ForwardRequest {
-            group: idem_raft::GLOBAL_GROUP,
+            group,
             payload: payload.into(),
         });
         request.set_timeout(timeout);

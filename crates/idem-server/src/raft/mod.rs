@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use idem_core::placement::GroupChange;
 use idem_core::{Command, OperationId, Outcome, Record, RecordKey, Timestamp};
 use idem_proto::raft_v1::forward_reply::Result as Reply;
 use idem_store::{NodeInfo, Request, StateReader, TypeConfig};
@@ -55,6 +56,29 @@ pub type Raft = idem_store::Raft;
 /// confirmed by a new leader).
 const RETRY_PAUSE: Duration = Duration::from_millis(25);
 
+/// Which group a backend serves, on which node.
+pub struct GroupPlace {
+    /// The Raft group id (0: the global group).
+    pub group: u64,
+    /// This node's id.
+    pub node_id: u64,
+    /// This node's region.
+    pub region: String,
+}
+
+/// What the backends of all groups of a node share: bounds, metrics, connections.
+#[derive(Clone)]
+pub struct Shared {
+    /// Bound of a proposal.
+    pub write_timeout: Duration,
+    /// Bound of a read barrier.
+    pub read_timeout: Duration,
+    /// The node's metrics.
+    pub metrics: Arc<Metrics>,
+    /// Connections to leaders, shared by every group.
+    pub forwarder: Arc<Forwarder>,
+}
+
 /// Where a request goes now.
 enum Route {
     /// This node leads.
@@ -77,33 +101,36 @@ enum Attempt<T> {
 pub struct RaftBackend {
     raft: Raft,
     reader: StateReader,
+    group: u64,
     node_id: u64,
+    region: String,
     write_timeout: Duration,
     read_timeout: Duration,
     metrics: Arc<Metrics>,
     failpoints: Failpoints,
-    forwarder: Forwarder,
+    forwarder: Arc<Forwarder>,
 }
 
 impl RaftBackend {
-    /// A backend over a running Raft node and its store's reader.
-    pub fn new(
-        raft: Raft,
-        reader: StateReader,
-        node_id: u64,
-        write_timeout: Duration,
-        read_timeout: Duration,
-        metrics: Arc<Metrics>,
-    ) -> Self {
+    /// A backend over a running Raft group and its store's reader.
+    pub fn new(raft: Raft, reader: StateReader, place: GroupPlace, shared: Shared) -> Self {
+        let Shared {
+            write_timeout,
+            read_timeout,
+            metrics,
+            forwarder,
+        } = shared;
         RaftBackend {
             raft,
             reader,
-            node_id,
+            group: place.group,
+            node_id: place.node_id,
+            region: place.region,
             write_timeout,
             read_timeout,
             metrics,
             failpoints: Failpoints::default(),
-            forwarder: Forwarder::default(),
+            forwarder,
         }
     }
 
@@ -116,6 +143,26 @@ impl RaftBackend {
     /// The Raft handle.
     pub fn raft(&self) -> &Raft {
         &self.raft
+    }
+
+    /// The group this backend proposes to.
+    pub fn group(&self) -> u64 {
+        self.group
+    }
+
+    /// The applied state of this group on this node.
+    pub fn reader(&self) -> &StateReader {
+        &self.reader
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> u64 {
+        self.node_id
+    }
+
+    /// This node's region.
+    pub fn region(&self) -> &str {
+        &self.region
     }
 
     /// Proposes `command` on the leader (here, or forwarded) and returns apply's outcome.
@@ -265,15 +312,26 @@ impl RaftBackend {
         decode: &impl Fn(Reply) -> Result<T, ApiError>,
     ) -> Attempt<T> {
         let budget = deadline.saturating_duration_since(Instant::now());
-        let call = self
-            .forwarder
-            .call(kind, &node.raft_addr, payload.to_vec(), budget, idempotent);
+        let call = self.forwarder.call(
+            kind,
+            self.group,
+            &node.raft_addr,
+            payload.to_vec(),
+            budget,
+            idempotent,
+        );
         match call.await {
             Ok(reply) => {
                 self.metrics
                     .forwarded
                     .with_label_values(&[kind.label()])
                     .inc();
+                if node.region != self.region {
+                    self.metrics
+                        .cross_region_hops
+                        .with_label_values(&[kind.label()])
+                        .inc();
+                }
                 forwarded::note(&node.api_addr);
                 Attempt::Done(decode(reply))
             }
@@ -330,6 +388,9 @@ impl RaftBackend {
         deadline: Instant,
     ) -> Result<Outcome, ApiError> {
         self.ensure_leader()?;
+        if let Command::Claim(_) = &command {
+            self.guard_failover(deadline).await?;
+        }
         let name = command.name();
         self.failpoints.check(name, Phase::BeforeCommit);
         let started = std::time::Instant::now();
@@ -370,6 +431,34 @@ impl RaftBackend {
                 })
             }
             Ok(Err(error)) => Err(write_error(name, error)),
+        }
+    }
+
+    /// Before a claim in a region group: refuses while the group's `Init` is not applied,
+    /// and makes sure a leader outside the home region has logged the failover, so apply
+    /// (which decides from the log) refuses HIGH-risk claims from the first one on.
+    async fn guard_failover(&self, deadline: Instant) -> Result<(), ApiError> {
+        if self.group == idem_raft::GLOBAL_GROUP {
+            return Ok(());
+        }
+        let placement = self.reader.placement().map_err(store_error)?;
+        let Some(group) = placement.group else {
+            return Err(ApiError::Rejected(idem_core::Rejection::WrongGroup));
+        };
+        if group.home == self.region || group.failover.is_some() {
+            return Ok(());
+        }
+        let enter = Command::Group(GroupChange::EnterFailover {
+            leader_id: self.node_id,
+            leader_region: self.region.clone(),
+        });
+        match Box::pin(self.propose_local(enter, deadline)).await? {
+            Outcome::Placement(_) => {
+                tracing::warn!(group = self.group, home = %group.home, region = %self.region, "leading outside the home region: failover recorded");
+                Ok(())
+            }
+            Outcome::Rejected(rejection) => Err(ApiError::Rejected(rejection)),
+            _ => Err(ApiError::Internal("failover: unexpected outcome".into())),
         }
     }
 

@@ -1,0 +1,93 @@
+//! The cluster configuration held by the global group: mode, regions, tenant homes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{check_text, Field, ValidationError};
+
+/// A Raft group id. The global group is [`GLOBAL_GROUP`]; region groups count from 1.
+pub type GroupId = u64;
+
+/// The id of the global group.
+pub const GLOBAL_GROUP: GroupId = 0;
+
+/// Most regions a cluster may define.
+pub const MAX_REGIONS: usize = 16;
+
+/// Longest region name.
+const MAX_REGION: usize = 64;
+
+/// How tenants are placed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Mode {
+    /// One group spanning all nodes decides every key (the default).
+    #[default]
+    Global,
+    /// Tenants bound to a home region are decided by that region's group; the others by
+    /// the global group.
+    RegionAffinity,
+}
+
+impl Mode {
+    /// The name used by the API and idemctl.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Global => "global",
+            Mode::RegionAffinity => "region-affinity",
+        }
+    }
+}
+
+/// Mode, regions (each with its group) and tenant homes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterConfig {
+    /// The placement mode.
+    pub mode: Mode,
+    /// Region name -> the id of the group homed there.
+    pub regions: BTreeMap<String, GroupId>,
+    /// Tenant -> home region (only in region-affinity mode).
+    pub homes: BTreeMap<String, String>,
+    /// Bumped by every change (0: never configured).
+    pub version: u64,
+}
+
+impl ClusterConfig {
+    /// The group that decides `tenant`'s keys.
+    pub fn group_of(&self, tenant: &str) -> GroupId {
+        if self.mode != Mode::RegionAffinity {
+            return GLOBAL_GROUP;
+        }
+        self.homes
+            .get(tenant)
+            .and_then(|region| self.regions.get(region))
+            .copied()
+            .unwrap_or(GLOBAL_GROUP)
+    }
+
+    /// The region a group is homed in by configuration (`None` for the global group).
+    pub fn region_of(&self, group: GroupId) -> Option<&str> {
+        self.regions
+            .iter()
+            .find(|(_, g)| **g == group)
+            .map(|(name, _)| name.as_str())
+    }
+
+    /// The id the next region gets.
+    pub(crate) fn next_group(&self) -> GroupId {
+        self.regions.values().max().map_or(1, |g| g + 1)
+    }
+}
+
+/// Validates a region name: 1 to 64 of `a-z 0-9 - _ .` (node configurations use the same
+/// rule).
+pub fn validate_region(name: &str) -> Result<(), ValidationError> {
+    check_text(
+        Field::Region,
+        name,
+        1,
+        MAX_REGION,
+        |b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b),
+        "a-z 0-9 - _ .",
+    )
+}

@@ -1,0 +1,60 @@
+//! Placement: which Raft group decides a tenant's keys, and whether a group may take
+//! high-risk writes right now (DESIGN.md §3).
+//!
+//! A cluster runs the **global group** (id 0, every node, any leader) and, once regions
+//! are defined, one **region group** per region, each with a *home* region where its
+//! leader is kept. The [`ClusterConfig`] (mode, regions, tenant homes) lives in the global
+//! group's state; each region group keeps its own [`RegionGroup`] state (home, admitted
+//! tenants, failover) in its own log. Both are replicated state, changed only by
+//! commands, so every replica decides the same.
+//!
+//! **One key, one log.** A tenant's claims are accepted by exactly one group: the global
+//! group refuses tenants homed elsewhere, a region group accepts only tenants it has
+//! admitted. Moving a tenant means releasing it from its old group (refused once it has
+//! records there: its home is then immutable), binding it in the global group, then
+//! admitting it in the new group. A node with a stale view of the configuration may send
+//! a claim to the wrong group; that group refuses it (`WRONG_GROUP`, nothing written) and
+//! the node routes again, so a key can never be decided in two logs.
+//!
+//! **Failover guard.** A region group whose leader is outside its home records that in
+//! its log ([`GroupChange::EnterFailover`], new epoch). While it lasts, HIGH-risk claims
+//! of new keys and HIGH-risk takeovers are refused with `REGION_FAILOVER`: a worker in
+//! the cut-off home region may still be running the first attempt, and nobody can know.
+//! It ends when leadership returns home or an operator confirms a new home; both are log
+//! entries with a new epoch.
+
+mod change;
+mod cluster;
+mod group;
+
+pub use change::{ClusterChange, GroupChange};
+pub use cluster::{validate_region, ClusterConfig, GroupId, Mode, GLOBAL_GROUP, MAX_REGIONS};
+pub use group::{Failover, RegionGroup, FAILOVER_RETRY_AFTER};
+
+use serde::{Deserialize, Serialize};
+
+/// The placement state of one Raft group, kept apart from the per-command metadata
+/// because it changes rarely.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// Global group: the cluster configuration. Empty (default) in region groups.
+    pub cluster: ClusterConfig,
+    /// Region groups: this group's home, admitted tenants and failover. `None` in the
+    /// global group (and in a region group before its `Init`).
+    pub group: Option<RegionGroup>,
+}
+
+impl Placement {
+    /// Whether this group may decide claims of `tenant`.
+    pub fn admits(&self, tenant: &str) -> bool {
+        match &self.group {
+            None => !self.cluster.homes.contains_key(tenant),
+            Some(group) => group.admitted.contains(tenant),
+        }
+    }
+
+    /// The active failover of this group, if any.
+    pub fn failover(&self) -> Option<&Failover> {
+        self.group.as_ref().and_then(|g| g.failover.as_ref())
+    }
+}
