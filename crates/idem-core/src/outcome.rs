@@ -188,7 +188,9 @@ pub enum Rejection {
         retry_after: Duration,
     },
     /// The tenant already has records in its current group: its home cannot change.
-    #[error("tenant {tenant} already has records in its current group; its home region is immutable")]
+    #[error(
+        "tenant {tenant} already has records in its current group; its home region is immutable"
+    )]
     TenantHomeImmutable {
         /// The tenant.
         tenant: String,

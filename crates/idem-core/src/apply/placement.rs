@@ -25,7 +25,9 @@ pub(crate) fn cluster<S: StateStore + ?Sized>(
 ) -> Result<Outcome, StoreError> {
     let mut placement = state.placement()?;
     if placement.group.is_some() {
-        return Ok(conflict("the cluster configuration lives in the global group"));
+        return Ok(conflict(
+            "the cluster configuration lives in the global group",
+        ));
     }
     let has_records = |tenant: &str| has_records(state, tenant);
     let config = &mut placement.cluster;

@@ -91,3 +91,45 @@ pub fn validate_region(name: &str) -> Result<(), ValidationError> {
         "a-z 0-9 - _ .",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_ids_count_from_one_past_the_highest() {
+        let mut config = ClusterConfig::default();
+        assert_eq!(config.next_group(), 1);
+        config.regions.insert("b".into(), 1);
+        config.regions.insert("a".into(), 2);
+        assert_eq!(config.next_group(), 3);
+        assert_eq!(config.region_of(2), Some("a"));
+        assert_eq!(config.region_of(GLOBAL_GROUP), None);
+    }
+
+    #[test]
+    fn region_names() {
+        for good in ["eu-west", "us_east.1", "r", &"r".repeat(MAX_REGION)] {
+            assert!(validate_region(good).is_ok(), "{good:?}");
+        }
+        for bad in [
+            "",
+            "EU",
+            "eu west",
+            "eu/west",
+            "é",
+            &"r".repeat(MAX_REGION + 1),
+        ] {
+            let error = validate_region(bad).unwrap_err();
+            assert_eq!(error.field(), Field::Region, "{bad:?}");
+            assert_eq!(error.reason(), "INVALID_ARGUMENT");
+        }
+    }
+
+    #[test]
+    fn mode_names_and_default() {
+        assert_eq!(Mode::default(), Mode::Global);
+        assert_eq!(Mode::Global.name(), "global");
+        assert_eq!(Mode::RegionAffinity.name(), "region-affinity");
+    }
+}

@@ -58,3 +58,39 @@ impl Placement {
         self.group.as_ref().and_then(|g| g.failover.as_ref())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_global_group_admits_every_tenant_without_a_home() {
+        let mut placement = Placement::default();
+        assert!(placement.admits("acme"));
+        placement.cluster.mode = Mode::RegionAffinity;
+        placement.cluster.regions.insert("r1".into(), 1);
+        placement.cluster.homes.insert("acme".into(), "r1".into());
+        assert!(!placement.admits("acme"));
+        assert!(placement.admits("globex"));
+        assert!(placement.failover().is_none());
+    }
+
+    #[test]
+    fn a_region_group_admits_only_its_tenants() {
+        let mut group = RegionGroup::new("r1".into());
+        group.admitted.insert("acme".into());
+        let mut placement = Placement {
+            group: Some(group),
+            ..Placement::default()
+        };
+        assert!(placement.admits("acme"));
+        assert!(!placement.admits("globex"));
+        let failover = Failover {
+            since: crate::time::Timestamp(5),
+            leader_id: 2,
+            leader_region: "r2".into(),
+        };
+        placement.group.as_mut().unwrap().failover = Some(failover.clone());
+        assert_eq!(placement.failover(), Some(&failover));
+    }
+}
