@@ -10,6 +10,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use idem_core::placement::{validate_region, ClusterConfig, GroupId, Mode, GLOBAL_GROUP};
 use idem_core::scope::{validate_actor, validate_tenant};
 use idem_core::{ErrorSummary, OperationId, Record, StoredResult};
 use idem_proto::v1::admin_client::AdminClient;
@@ -23,7 +24,8 @@ use crate::convert::{self, millis};
 use crate::error::ClientError;
 use crate::membership::Membership;
 use crate::options::ClientOptions;
-use crate::transport::{Kind, Transport};
+use crate::placement::{self as placement_wire, GroupStatus, Groups};
+use crate::transport::{Kind, Route, Transport};
 use crate::types::{FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, Reconciliation};
 
 /// Longest wait budget the server honours for `Wait`.
@@ -63,9 +65,22 @@ impl Client {
         self.transport.endpoints()
     }
 
-    /// The endpoint the next call starts with (the last known leader, once one answered).
+    /// The endpoint of the default route: where calls that name no tenant, and tenants the
+    /// client has no route for, start (the last leader learned, once one answered).
     pub fn preferred_endpoint(&self) -> String {
         self.transport.preferred()
+    }
+
+    /// The endpoint `tenant`'s next call starts at, once the client learned one: the leader
+    /// of the tenant's group named by an earlier answer, or the node that served it.
+    pub fn tenant_endpoint(&self, tenant: &str) -> Option<String> {
+        self.transport.route_of(tenant)
+    }
+
+    /// The endpoints whose region the client has learned (with
+    /// [`ClientOptions::region`] set), with their region.
+    pub fn endpoint_regions(&self) -> Vec<(String, String)> {
+        self.transport.regions()
     }
 
     /// The settings this client was built with.
@@ -78,8 +93,9 @@ impl Client {
     pub async fn claim(&self, request: ClaimRequest) -> Result<Claim, ClientError> {
         let target = request.target().clone();
         let (wire, holder) = request.into_proto();
+        let route = Route::Tenant(target.scope.tenant());
         let response = self
-            .idem(Kind::Write, self.timeout(), |mut c| {
+            .idem(Kind::Write, route, self.timeout(), |mut c| {
                 let wire = wire.clone();
                 async move { c.claim(wire).await }
             })
@@ -91,7 +107,7 @@ impl Client {
     pub async fn start(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
         let (scope, key) = wire_target(target);
         let wire = v1::StartRequest { scope, key, fence };
-        self.mutate(|mut c| {
+        self.mutate(target, |mut c| {
             let wire = wire.clone();
             async move { c.start(wire).await }
         })
@@ -143,7 +159,7 @@ impl Client {
             stage: stage as i32,
             remote_ref: remote_ref.to_owned(),
         };
-        self.mutate(|mut c| {
+        self.mutate(target, |mut c| {
             let wire = wire.clone();
             async move { c.record_external_call(wire).await }
         })
@@ -165,7 +181,7 @@ impl Client {
             fence,
             lease_ms,
         };
-        self.mutate(|mut c| {
+        self.mutate(target, |mut c| {
             let wire = wire.clone();
             async move { c.renew(wire).await }
         })
@@ -187,7 +203,7 @@ impl Client {
             fence,
             result: Some(convert::result_to_proto(result)),
         };
-        self.mutate(|mut c| {
+        self.mutate(target, |mut c| {
             let wire = wire.clone();
             async move { c.complete(wire).await }
         })
@@ -211,7 +227,7 @@ impl Client {
             retryable: kind == FailureKind::Retryable,
             error: Some(convert::error_to_proto(error)),
         };
-        self.mutate(|mut c| {
+        self.mutate(target, |mut c| {
             let wire = wire.clone();
             async move { c.fail(wire).await }
         })
@@ -222,7 +238,7 @@ impl Client {
     pub async fn release(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
         let (scope, key) = wire_target(target);
         let wire = v1::ReleaseRequest { scope, key, fence };
-        self.mutate(|mut c| {
+        self.mutate(target, |mut c| {
             let wire = wire.clone();
             async move { c.release(wire).await }
         })
@@ -233,7 +249,7 @@ impl Client {
     pub async fn cancel(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
         let (scope, key) = wire_target(target);
         let wire = v1::CancelRequest { scope, key, fence };
-        self.mutate(|mut c| {
+        self.mutate(target, |mut c| {
             let wire = wire.clone();
             async move { c.cancel(wire).await }
         })
@@ -244,8 +260,9 @@ impl Client {
     pub async fn get(&self, target: &Target) -> Result<Lookup, ClientError> {
         let (scope, key) = wire_target(target);
         let wire = v1::GetRequest { scope, key };
+        let route = Route::Tenant(target.scope.tenant());
         let response = self
-            .idem(Kind::Read, self.timeout(), |mut c| {
+            .idem(Kind::Read, route, self.timeout(), |mut c| {
                 let wire = wire.clone();
                 async move { c.get(wire).await }
             })
@@ -259,7 +276,7 @@ impl Client {
             operation_id: operation_id.to_string(),
         };
         let response = self
-            .idem(Kind::Read, self.timeout(), |mut c| {
+            .idem(Kind::Read, Route::Default, self.timeout(), |mut c| {
                 let wire = wire.clone();
                 async move { c.get_operation(wire).await }
             })
@@ -270,7 +287,9 @@ impl Client {
     /// Waits up to `timeout` (at most [`MAX_WAIT`]) for the record of `target` to settle.
     pub async fn wait(&self, target: &Target, timeout: Duration) -> Result<Lookup, ClientError> {
         let (scope, key) = wire_target(target);
-        self.wait_for(scope, key, String::new(), timeout).await
+        let route = Route::Tenant(target.scope.tenant());
+        self.wait_for(route, scope, key, String::new(), timeout)
+            .await
     }
 
     /// Waits up to `timeout` (at most [`MAX_WAIT`]) for the record of an operation to settle.
@@ -279,12 +298,14 @@ impl Client {
         operation_id: OperationId,
         timeout: Duration,
     ) -> Result<Lookup, ClientError> {
-        self.wait_for(None, String::new(), operation_id.to_string(), timeout)
+        let id = operation_id.to_string();
+        self.wait_for(Route::Default, None, String::new(), id, timeout)
             .await
     }
 
     async fn wait_for(
         &self,
+        route: Route<'_>,
         scope: Option<v1::Scope>,
         key: String,
         operation_id: String,
@@ -298,7 +319,7 @@ impl Client {
             timeout_ms: millis(budget),
         };
         let response = self
-            .idem(Kind::Read, self.timeout() + budget, |mut c| {
+            .idem(Kind::Read, route, self.timeout() + budget, |mut c| {
                 let wire = wire.clone();
                 async move { c.wait(wire).await }
             })
@@ -355,10 +376,16 @@ impl Client {
             operator: operator.to_owned(),
         };
         let response = self
-            .admin(Kind::Write, |mut c| {
-                let wire = wire.clone();
-                async move { c.purge_subject(wire).await }
-            })
+            .transport
+            .call(
+                Kind::Write,
+                Route::Tenant(tenant),
+                self.timeout(),
+                |channel| {
+                    let wire = wire.clone();
+                    async move { AdminClient::new(channel).purge_subject(wire).await }
+                },
+            )
             .await?;
         Ok(response.records_scrubbed)
     }
@@ -426,37 +453,199 @@ impl Client {
         .map(|r| Membership::of(r.members))
     }
 
-    /// Admin: hands leadership to voter `to`; returns the leader id once it leads.
+    /// Admin: hands leadership of the global group to voter `to`; returns the leader id
+    /// once it leads. See [`Client::transfer_leader_in`] for region groups.
     pub async fn transfer_leader(&self, to: u64) -> Result<u64, ClientError> {
+        self.transfer_leader_in(GLOBAL_GROUP, to).await
+    }
+
+    /// Admin: hands leadership of group `group` ([`GLOBAL_GROUP`], or a region group's id
+    /// from [`Client::list_groups`]) to voter `to`; returns the leader id once it leads.
+    pub async fn transfer_leader_in(&self, group: GroupId, to: u64) -> Result<u64, ClientError> {
         self.admin(Kind::Write, |mut c| async move {
-            c.transfer_leader(v1::TransferLeaderRequest { to }).await
+            c.transfer_leader(v1::TransferLeaderRequest { to, group })
+                .await
         })
         .await
         .map(|r| r.leader_id)
+    }
+
+    /// Admin: the cluster configuration (mode, regions with their group ids, tenant homes),
+    /// read linearizably from the global group.
+    pub async fn cluster_config(&self) -> Result<ClusterConfig, ClientError> {
+        let response = self
+            .admin(Kind::Read, |mut c| async move {
+                c.get_cluster_config(v1::GetClusterConfigRequest {}).await
+            })
+            .await?;
+        placement_wire::config_from_proto(response)
+    }
+
+    /// Admin: switches the placement mode; answers the configuration after the change.
+    /// Switching to [`Mode::Global`] is refused (`PLACEMENT_CONFLICT`) while tenants have
+    /// homes. Setting the current mode is a no-op.
+    pub async fn set_mode(&self, mode: Mode) -> Result<ClusterConfig, ClientError> {
+        let wire = v1::SetModeRequest {
+            mode: placement_wire::mode_to_proto(mode) as i32,
+        };
+        self.config_change(|mut c| async move { c.set_mode(wire).await })
+            .await
+    }
+
+    /// Admin: defines region `name` (it gets the next group id, a Raft group on every node
+    /// whose leader is kept in that region). Defining an existing region is a no-op; more
+    /// than 16 regions are refused (`PLACEMENT_CONFLICT`).
+    pub async fn add_region(&self, name: &str) -> Result<ClusterConfig, ClientError> {
+        validate_region(name)?;
+        let wire = v1::AddRegionRequest {
+            name: name.to_owned(),
+        };
+        self.config_change(|mut c| {
+            let wire = wire.clone();
+            async move { c.add_region(wire).await }
+        })
+        .await
+    }
+
+    /// Admin: makes `region` the home of `tenant` (region-affinity mode): its keys are
+    /// decided by that region's group from then on. Refused with `TENANT_HOME_IMMUTABLE`
+    /// once the tenant has records, `UNKNOWN_REGION` for an undefined region,
+    /// `PLACEMENT_CONFLICT` in global mode. Repeating a bind is a no-op.
+    pub async fn bind_tenant(
+        &self,
+        tenant: &str,
+        region: &str,
+    ) -> Result<ClusterConfig, ClientError> {
+        validate_tenant(tenant)?;
+        validate_region(region)?;
+        let wire = v1::BindTenantRequest {
+            tenant: tenant.to_owned(),
+            region: region.to_owned(),
+        };
+        self.config_change(|mut c| {
+            let wire = wire.clone();
+            async move { c.bind_tenant(wire).await }
+        })
+        .await
+    }
+
+    /// Admin: gives `tenant` back to the global group. Refused with
+    /// `TENANT_HOME_IMMUTABLE` once it has records in its region group; unbinding an
+    /// unbound tenant is a no-op.
+    pub async fn unbind_tenant(&self, tenant: &str) -> Result<ClusterConfig, ClientError> {
+        validate_tenant(tenant)?;
+        let wire = v1::UnbindTenantRequest {
+            tenant: tenant.to_owned(),
+        };
+        self.config_change(|mut c| {
+            let wire = wire.clone();
+            async move { c.unbind_tenant(wire).await }
+        })
+        .await
+    }
+
+    /// Admin: every group as the preferred node sees it (leader, its region, whether it is
+    /// home, failover state, tenants); not linearizable.
+    pub async fn list_groups(&self) -> Result<Groups, ClientError> {
+        let response = self
+            .admin(Kind::Read, |mut c| async move {
+                c.list_groups(v1::ListGroupsRequest {}).await
+            })
+            .await?;
+        Groups::from_proto(response)
+    }
+
+    /// Admin: every group as the node at `endpoint` sees it, in one attempt, without routing
+    /// elsewhere (`endpoint` need not be one of the client's).
+    pub async fn list_groups_of(&self, endpoint: &str) -> Result<Groups, ClientError> {
+        let response = self
+            .transport
+            .call_on(endpoint, self.timeout(), |channel| async move {
+                AdminClient::new(channel)
+                    .list_groups(v1::ListGroupsRequest {})
+                    .await
+            })
+            .await?;
+        Groups::from_proto(response)
+    }
+
+    /// Admin: declares `new_home` the home of region group `group`, ending its failover
+    /// (new epoch, audited with `reason` and `admin`). For a home region lost for good:
+    /// the group's leader is then kept in `new_home`. Refused with `NOT_IN_FAILOVER` when
+    /// the group is not in failover (also the answer to a retry whose first attempt did
+    /// apply: check with [`Client::list_groups`]), `NOT_FOUND` for an unknown group.
+    pub async fn confirm_failover(
+        &self,
+        group: GroupId,
+        new_home: &str,
+        why: &str,
+        admin: &str,
+    ) -> Result<GroupStatus, ClientError> {
+        if group == GLOBAL_GROUP {
+            return Err(ClientError::invalid(
+                reason::INVALID_ARGUMENT,
+                "the global group has no home region: name a region group",
+            ));
+        }
+        validate_region(new_home)?;
+        if why.trim().is_empty() {
+            return Err(ClientError::invalid(
+                reason::INVALID_ARGUMENT,
+                "confirming a new home needs a reason",
+            ));
+        }
+        let wire = v1::ConfirmFailoverRequest {
+            group,
+            new_home: new_home.to_owned(),
+            reason: why.to_owned(),
+            admin: admin.to_owned(),
+        };
+        self.admin(Kind::Write, |mut c| {
+            let wire = wire.clone();
+            async move { c.confirm_failover(wire).await }
+        })
+        .await
+        .map(GroupStatus::from)
+    }
+
+    async fn config_change<F, Fut>(&self, rpc: F) -> Result<ClusterConfig, ClientError>
+    where
+        F: Fn(AdminClient<Channel>) -> Fut,
+        Fut: Future<Output = Rpc<v1::ClusterConfig>>,
+    {
+        placement_wire::config_from_proto(self.admin(Kind::Write, rpc).await?)
     }
 
     fn timeout(&self) -> Duration {
         self.transport.options().request_timeout
     }
 
-    async fn idem<T, F, Fut>(&self, kind: Kind, timeout: Duration, rpc: F) -> Result<T, ClientError>
+    async fn idem<T, F, Fut>(
+        &self,
+        kind: Kind,
+        route: Route<'_>,
+        timeout: Duration,
+        rpc: F,
+    ) -> Result<T, ClientError>
     where
         F: Fn(IdempotencyClient<Channel>) -> Fut,
         Fut: Future<Output = Rpc<T>>,
     {
         self.transport
-            .call(kind, timeout, |channel| {
+            .call(kind, route, timeout, |channel| {
                 rpc(IdempotencyClient::new(channel))
             })
             .await
     }
 
-    async fn mutate<F, Fut>(&self, rpc: F) -> Result<Record, ClientError>
+    /// A worker command on `target`, on the route of its tenant.
+    async fn mutate<F, Fut>(&self, target: &Target, rpc: F) -> Result<Record, ClientError>
     where
         F: Fn(IdempotencyClient<Channel>) -> Fut,
         Fut: Future<Output = Rpc<v1::RecordResponse>>,
     {
-        let response = self.idem(Kind::Write, self.timeout(), rpc).await?;
+        let route = Route::Tenant(target.scope.tenant());
+        let response = self.idem(Kind::Write, route, self.timeout(), rpc).await?;
         convert::required_record(response.record)
     }
 
@@ -466,7 +655,7 @@ impl Client {
         Fut: Future<Output = Rpc<T>>,
     {
         self.transport
-            .call(kind, self.timeout(), |channel| {
+            .call(kind, Route::Default, self.timeout(), |channel| {
                 rpc(AdminClient::new(channel))
             })
             .await

@@ -121,6 +121,14 @@ impl ClientError {
         }
     }
 
+    /// True for a `REGION_FAILOVER` refusal: the tenant's group is in region failover and
+    /// refused a HIGH-risk claim or takeover. Nothing changed; the SDK never retries it
+    /// (the first attempt may still be running in the cut-off home region). Try again after
+    /// [`ClientError::retry_after`], or answer the caller "try later".
+    pub fn is_region_failover(&self) -> bool {
+        self.reason() == reason::REGION_FAILOVER
+    }
+
     /// True when the call may have been applied and should be re-sent unchanged (or the
     /// record read) before anything else is decided.
     pub fn is_outcome_unknown(&self) -> bool {
@@ -197,6 +205,15 @@ mod tests {
             .reason(),
             "UNAVAILABLE"
         );
+        let failover = ClientError::Rejected {
+            reason: reason::REGION_FAILOVER.into(),
+            code: Code::Unavailable,
+            message: "home region lost".into(),
+            retry_after: Some(Duration::from_secs(2)),
+        };
+        assert!(failover.is_region_failover());
+        assert_eq!(failover.retry_after(), Some(Duration::from_secs(2)));
+        assert!(!rejected.is_region_failover());
         let key = idem_core::IdempotencyKey::new("bad key").unwrap_err();
         assert_eq!(ClientError::from(key).reason(), "INVALID_KEY");
     }

@@ -10,12 +10,33 @@
 //!   gets its ownership back with `redelivered = true`) instead of a second effect. Definite
 //!   answers (`STALE_FENCE`, `INVALID_*`, any claim outcome) are never retried. See
 //!   [`RetryPolicy`].
-//! - **Routing.** Writes go to the Raft leader. The client remembers the leader a follower
-//!   named in `NOT_LEADER` and starts there next time; it moves round-robin through the
-//!   configured endpoints when a node cannot be reached.
+//! - **Routing.** Writes are cheapest at the leader of the Raft group that decides them; in
+//!   region-affinity mode that is the group of the tenant's home region, so leaders differ
+//!   from tenant to tenant. The client keeps a *route per tenant*: the leader a follower named
+//!   (`leader-addr` on a forwarded answer, or the hint of `NOT_LEADER`) or the node that
+//!   served the tenant's call itself. Every call that names a scope (claim, worker commands,
+//!   `get`, `wait`, `purge_subject`) starts at its tenant's route, so after one forwarded call
+//!   a tenant's calls go straight to the leader of its home group. Other calls, and tenants
+//!   without a route, use the default route (the last leader learned). A node that cannot be
+//!   reached is skipped round-robin, and the tenant's route is forgotten.
+//! - **Region preference.** With [`ClientOptions::region`] set (the region the service runs
+//!   in), a tenant's first call while its leader is unknown starts at an endpoint of that
+//!   region instead of the default route, so a tenant homed there is decided without leaving
+//!   the region even on its first call. The endpoints' regions are learned once, from the
+//!   first endpoint that answers `Admin.Status` (its region and its membership; members of
+//!   the client's region that were not configured are added). An endpoint of the region that
+//!   could not be reached is skipped for a while; with no endpoint known in the region, the
+//!   default route is used. It is only a starting point: correctness never depends on it.
+//! - **Region failover.** While a tenant's group is in region failover, HIGH-risk claims and
+//!   takeovers are refused with `REGION_FAILOVER`: a definite answer, nothing changed, and
+//!   never retried by the SDK (the first attempt may still be running in the cut-off home
+//!   region). It is a [`ClientError::Rejected`] with the server's
+//!   [`retry_after`](ClientError::retry_after); see [`ClientError::is_region_failover`].
+//!   `WRONG_GROUP` (the tenant's home is moving; nothing was written) is retried after a
+//!   backoff with the same request.
 //! - **Typed answers.** A [`Claim`] carries a [`ClaimOutcome`] with exactly the fields of its
 //!   outcome (a fence only when the caller owns the record). Records are idem-core's own
-//!   [`Record`] (the conversion from the wire is lossless, see [`convert`]). Every failure
+//!   [`Record`](idem_core::Record) (the conversion from the wire is lossless, see [`convert`]). Every failure
 //!   is one [`ClientError`] with a machine-readable [`ClientError::reason`].
 //! - **Fingerprints computed here**, by idem-core's `jcs-sha256/v1`, the same code the
 //!   server uses ([`ClaimRequest::for_request`]); or sent as the canonical request for the
@@ -52,6 +73,7 @@ pub mod error;
 pub mod holder;
 pub mod membership;
 pub mod options;
+pub mod placement;
 mod transport;
 pub mod types;
 
@@ -60,6 +82,7 @@ pub use client::{Client, MAX_WAIT};
 pub use error::ClientError;
 pub use membership::{MemberProgress, Membership};
 pub use options::{ClientOptions, RetryPolicy};
+pub use placement::{GroupFailover, GroupStatus, Groups};
 pub use types::{
     FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, ReconcileTarget, Reconciliation,
 };

@@ -21,6 +21,10 @@ pub struct ClientOptions {
     pub keep_alive_timeout: Duration,
     /// How failed attempts are retried.
     pub retry: RetryPolicy,
+    /// The region this client runs in (a region name of the cluster, e.g. `eu-west`). When
+    /// set, the first call of a tenant whose leader is not known yet starts at an endpoint of
+    /// this region (see [`ClientOptions::region`]).
+    pub region: Option<String>,
 }
 
 impl Default for ClientOptions {
@@ -31,7 +35,26 @@ impl Default for ClientOptions {
             keep_alive_interval: Duration::from_secs(30),
             keep_alive_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
+            region: None,
         }
+    }
+}
+
+impl ClientOptions {
+    /// Runs the client in region `name`: a tenant's first call, while the client does not
+    /// know the leader of the tenant's group yet, goes to an endpoint of this region rather
+    /// than to the last leader seen. In region-affinity mode a tenant homed here is then
+    /// decided without leaving the region, and every tenant's later calls go straight to the
+    /// leader its calls named (see the crate documentation, "Routing").
+    ///
+    /// The endpoints' regions are learned once, from the first endpoint that answers
+    /// `Admin.Status` (its own region and its membership; members of this region that were
+    /// not configured are added to the endpoints). A name that is not a valid region name
+    /// makes [`crate::Client::connect`] fail.
+    #[must_use]
+    pub fn region(mut self, name: impl Into<String>) -> Self {
+        self.region = Some(name.into());
+        self
     }
 }
 

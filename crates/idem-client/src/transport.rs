@@ -1,13 +1,30 @@
 //! Endpoints, routing and the retry loop shared by every call.
 //!
-//! Any idem node accepts any request, but writes are cheapest at the Raft leader: a follower
-//! forwards them (one more hop), or, when it cannot reach a leader, answers `NOT_LEADER`
-//! with the leader's public address (`leader-addr`) when it knows one. The transport
-//! therefore keeps one *preferred* endpoint, starts every call there, moves to the hinted
-//! leader on `NOT_LEADER` (adding its address to the endpoint set if it was not configured)
-//! and to the next endpoint, round-robin, when a node cannot be reached. A follower that
-//! forwarded a call to the leader says so in the `leader-addr` response metadata: the
-//! transport then prefers that leader too.
+//! Any idem node accepts any request, but writes are cheapest at the leader of the Raft
+//! group that decides them: a follower forwards them (one more hop, across regions in a
+//! multi-region cluster), or, when it cannot reach a leader, answers `NOT_LEADER` with the
+//! leader's public address (`leader-addr`) when it knows one. A follower that forwarded a call
+//! says so in the `leader-addr` response metadata.
+//!
+//! **Routes.** In region-affinity mode each tenant's keys are decided by the group of its
+//! home region, whose leader differs from tenant to tenant, so the transport keeps a *route*
+//! per tenant: the endpoint that last served one of the tenant's calls itself, or the leader
+//! a `leader-addr` answer or a `NOT_LEADER` hint named for it. A tenant's call (claim, worker
+//! commands, get, wait, purge) starts at its route. Calls that name no tenant (admin calls,
+//! lookups by operation id) and tenants without a route use the *default* route, which
+//! follows every leader learned (as a single-group cluster needs) and moves round-robin past
+//! endpoints that cannot be reached. The tenant table is bounded ([`MAX_ROUTES`]; it starts
+//! over when full) and so is the endpoint set ([`MAX_ENDPOINTS`]; configured endpoints plus
+//! learned leaders and region members).
+//!
+//! **Region preference.** With [`ClientOptions::region`] set, the first attempt of a tenant
+//! without a route starts at an endpoint of that region (the default route when it is in the
+//! region, else the first such endpoint that did not fail in the last [`FAILED_FOR`]). The
+//! endpoints' regions are learned once, on the first such call, from the first endpoint whose
+//! `Admin.Status` answers: its own region and its membership (members of the client's region
+//! that were not configured are added). When no endpoint answers, learning is tried again
+//! after [`RELEARN_AFTER`]; when no endpoint is known in the region, the default route is used.
+//! Later attempts of a call move round-robin as usual.
 //!
 //! Failures are classified by what they say about the request:
 //!
@@ -15,21 +32,26 @@
 //! |---|---|---|
 //! | connect error (refused, unreachable, connect timeout) | no | next endpoint, back off |
 //! | `NOT_LEADER` | no (definite) | hinted leader at once, else next endpoint |
+//! | `WRONG_GROUP` | no (definite) | forget the tenant's route, back off, same request again |
 //! | `UNAVAILABLE_OUTCOME_UNKNOWN`, reset, timeout, `UNAVAILABLE` without reason | maybe | next endpoint, back off, re-send the same request |
-//! | any other idem reason | yes, refused | return it, never retried |
+//! | any other idem reason (`REGION_FAILOVER` included) | yes, refused | return it, never retried |
 //!
 //! When the attempts or the time budget run out, a write that may have been sent is reported
-//! as [`ClientError::OutcomeUnknown`], anything else as [`ClientError::Unavailable`].
+//! as [`ClientError::OutcomeUnknown`]; a call whose last attempt was `WRONG_GROUP` as that
+//! rejection; anything else as [`ClientError::Unavailable`].
 
 use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
 use std::error::Error as _;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use idem_proto::{reason, status};
+use idem_proto::v1::admin_client::AdminClient;
+use idem_proto::{reason, status, v1};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
@@ -37,9 +59,19 @@ use tonic::{Code, Status};
 use crate::error::ClientError;
 use crate::options::{ClientOptions, RetryPolicy};
 
-/// Most endpoints kept (configured ones plus leader hints), so that a misbehaving server
-/// cannot make the set grow without bound.
-const MAX_ENDPOINTS: usize = 64;
+/// Most endpoints kept (configured ones plus leader hints and region members), so that a
+/// misbehaving server cannot make the set grow without bound.
+pub const MAX_ENDPOINTS: usize = 64;
+
+/// Most tenant routes kept; the table starts over when it is full (a tenant without a route
+/// only costs one forwarded call).
+pub const MAX_ROUTES: usize = 10_000;
+
+/// How long the region preference skips an endpoint that could not be reached.
+pub const FAILED_FOR: Duration = Duration::from_secs(10);
+
+/// How long before the endpoints' regions are asked again when no endpoint answered.
+pub const RELEARN_AFTER: Duration = Duration::from_secs(30);
 
 /// Whether a call changes state: decides how an exhausted retry is reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +80,15 @@ pub(crate) enum Kind {
     Read,
     /// A write: exhausting the retries after a possible send is `OUTCOME_UNKNOWN`.
     Write,
+}
+
+/// Which route a call starts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route<'a> {
+    /// A call that names no tenant: the default route.
+    Default,
+    /// A call about one tenant's records: that tenant's route.
+    Tenant(&'a str),
 }
 
 /// The scheme-qualified URI of an endpoint: `http://` is added when no scheme is given.
@@ -72,11 +113,20 @@ pub(crate) fn normalize(endpoint: &str) -> Result<String, ClientError> {
     }
 }
 
-/// One endpoint: its address and its channel, created on first use (inside the runtime).
+/// Locks a mutex whose data stays consistent even if a holder panicked (plain values, each
+/// update a single assignment).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One endpoint: its address and its channel, created on first use (inside the runtime),
+/// its region once learned, and when it last could not be reached.
 struct Node {
     uri: String,
     endpoint: Endpoint,
     channel: OnceLock<Channel>,
+    region: Mutex<Option<String>>,
+    failed_at: Mutex<Option<Instant>>,
 }
 
 impl Node {
@@ -92,6 +142,8 @@ impl Node {
             uri,
             endpoint,
             channel: OnceLock::new(),
+            region: Mutex::new(None),
+            failed_at: Mutex::new(None),
         })
     }
 
@@ -99,6 +151,23 @@ impl Node {
         self.channel
             .get_or_init(|| self.endpoint.connect_lazy())
             .clone()
+    }
+
+    fn in_region(&self, region: &str) -> bool {
+        lock(&self.region).as_deref() == Some(region)
+    }
+
+    fn set_region(&self, region: &str) {
+        *lock(&self.region) = Some(region.to_owned());
+    }
+
+    /// Whether the node could not be reached within the last [`FAILED_FOR`].
+    fn failed_recently(&self) -> bool {
+        lock(&self.failed_at).is_some_and(|at| at.elapsed() < FAILED_FOR)
+    }
+
+    fn reached(&self, reached: bool) {
+        *lock(&self.failed_at) = (!reached).then(Instant::now);
     }
 }
 
@@ -111,14 +180,30 @@ enum Failure {
     MaybeSent(String, Option<Duration>),
     /// This node is not the leader; the hint names the leader's API address.
     NotLeader(Option<String>, String),
+    /// A definite refusal that changed nothing and may pass later (`WRONG_GROUP`): retried
+    /// after a backoff, returned as is when the attempts run out.
+    Later(ClientError),
     /// A definite answer: returned to the caller as is.
     Final(ClientError),
 }
 
-/// The endpoint set, the preferred endpoint and the retry loop.
+/// Where learning the endpoints' regions stands.
+#[derive(Clone, Copy, Debug)]
+enum Learning {
+    NotYet,
+    Done,
+    FailedAt(Instant),
+}
+
+/// The endpoint set, the routes and the retry loop.
 pub(crate) struct Transport {
     nodes: Mutex<Vec<Arc<Node>>>,
+    /// The default route: an index into `nodes` (which is only ever appended to).
     preferred: AtomicUsize,
+    /// Tenant -> index into `nodes`.
+    routes: Mutex<HashMap<String, usize>>,
+    /// Held while the regions are being learned, so that concurrent calls ask once.
+    learning: tokio::sync::Mutex<Learning>,
     options: ClientOptions,
 }
 
@@ -131,6 +216,9 @@ impl Transport {
                 "at least one endpoint is required",
             ));
         }
+        if let Some(region) = &options.region {
+            idem_core::placement::validate_region(region)?;
+        }
         let mut nodes: Vec<Arc<Node>> = Vec::new();
         for endpoint in endpoints {
             let uri = normalize(endpoint)?;
@@ -141,6 +229,8 @@ impl Transport {
         Ok(Transport {
             nodes: Mutex::new(nodes),
             preferred: AtomicUsize::new(0),
+            routes: Mutex::new(HashMap::new()),
+            learning: tokio::sync::Mutex::new(Learning::NotYet),
             options,
         })
     }
@@ -150,28 +240,139 @@ impl Transport {
         &self.options
     }
 
-    /// Every known endpoint URI, configured ones first, then learned leaders.
+    /// Every known endpoint URI, configured ones first, then learned ones.
     pub(crate) fn endpoints(&self) -> Vec<String> {
         self.lock().iter().map(|n| n.uri.clone()).collect()
     }
 
-    /// The endpoint the next call starts with.
+    /// The endpoint of the default route.
     pub(crate) fn preferred(&self) -> String {
         self.pick().1.uri.clone()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Node>>> {
-        // The list is only ever appended to: a panic elsewhere cannot leave it inconsistent.
-        self.nodes.lock().unwrap_or_else(|e| e.into_inner())
+    /// The endpoint a tenant's next call starts at, when the tenant has a route.
+    pub(crate) fn route_of(&self, tenant: &str) -> Option<String> {
+        let index = *lock(&self.routes).get(tenant)?;
+        self.lock().get(index).map(|n| n.uri.clone())
     }
 
-    fn pick(&self) -> (usize, Arc<Node>) {
+    /// Endpoints whose region is known, with it.
+    pub(crate) fn regions(&self) -> Vec<(String, String)> {
+        self.lock()
+            .iter()
+            .filter_map(|n| lock(&n.region).clone().map(|r| (n.uri.clone(), r)))
+            .collect()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Arc<Node>>> {
+        lock(&self.nodes)
+    }
+
+    fn node(&self, index: usize) -> (usize, Arc<Node>) {
         let nodes = self.lock();
-        let index = self.preferred.load(Ordering::Relaxed) % nodes.len();
+        let index = index % nodes.len();
         (index, Arc::clone(&nodes[index]))
     }
 
-    /// Moves the preference past `index`, unless another call already moved it.
+    /// The default route.
+    fn pick(&self) -> (usize, Arc<Node>) {
+        self.node(self.preferred.load(Ordering::Relaxed))
+    }
+
+    /// Where attempt `attempt` of a call on `route` starts.
+    async fn start(&self, route: Route<'_>, attempt: u32) -> (usize, Arc<Node>) {
+        if let Route::Tenant(tenant) = route {
+            let known = lock(&self.routes).get(tenant).copied();
+            if let Some(index) = known {
+                return self.node(index);
+            }
+            if attempt == 1 {
+                if let Some(found) = self.in_region().await {
+                    return found;
+                }
+            }
+        }
+        self.pick()
+    }
+
+    /// An endpoint of the client's region for a tenant's first call: the default route if
+    /// it is in the region, else the first one not failed recently.
+    async fn in_region(&self) -> Option<(usize, Arc<Node>)> {
+        let region = self.options.region.as_deref()?;
+        self.learn_regions().await;
+        let (index, default) = self.pick();
+        if default.in_region(region) && !default.failed_recently() {
+            return Some((index, default));
+        }
+        let nodes = self.lock();
+        nodes
+            .iter()
+            .enumerate()
+            .find(|(_, n)| n.in_region(region) && !n.failed_recently())
+            .map(|(i, n)| (i, Arc::clone(n)))
+    }
+
+    /// Learns the endpoints' regions from the first endpoint whose `Admin.Status` answers
+    /// (once; again after [`RELEARN_AFTER`] if none answered).
+    async fn learn_regions(&self) {
+        let mut state = self.learning.lock().await;
+        match *state {
+            Learning::Done => return,
+            Learning::FailedAt(at) if at.elapsed() < RELEARN_AFTER => return,
+            Learning::NotYet | Learning::FailedAt(_) => {}
+        }
+        let wait = self
+            .options
+            .request_timeout
+            .min(self.options.connect_timeout.saturating_mul(2));
+        let mut asks = JoinSet::new();
+        for node in self.lock().iter().cloned() {
+            asks.spawn(async move {
+                let mut admin = AdminClient::new(node.channel());
+                let answer = tokio::time::timeout(wait, admin.status(v1::StatusRequest {})).await;
+                (node, answer)
+            });
+        }
+        while let Some(joined) = asks.join_next().await {
+            if let Ok((node, Ok(Ok(response)))) = joined {
+                self.note_regions(&node, response.into_inner());
+                *state = Learning::Done;
+                return;
+            }
+        }
+        tracing::debug!("no endpoint told its region; using the default route");
+        *state = Learning::FailedAt(Instant::now());
+    }
+
+    /// Records the regions a `Status` answer tells: the answering node's own, and each
+    /// member's; members of the client's region that are not known yet are added.
+    fn note_regions(&self, answered: &Node, status: v1::StatusResponse) {
+        if !status.region.is_empty() {
+            answered.set_region(&status.region);
+        }
+        let mine = self.options.region.as_deref();
+        let mut nodes = self.lock();
+        for member in status.membership {
+            if member.region.is_empty() {
+                continue;
+            }
+            let Ok(uri) = normalize(&member.api_addr) else {
+                continue;
+            };
+            match nodes.iter().find(|n| n.uri == uri) {
+                Some(node) => node.set_region(&member.region),
+                None if mine == Some(member.region.as_str()) && nodes.len() < MAX_ENDPOINTS => {
+                    if let Ok(node) = Node::new(uri, &self.options) {
+                        node.set_region(&member.region);
+                        nodes.push(Arc::new(node));
+                    }
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Moves the default route past `index`, unless another call already moved it.
     fn rotate_from(&self, index: usize) {
         let len = self.lock().len();
         let _ = self.preferred.compare_exchange(
@@ -182,33 +383,71 @@ impl Transport {
         );
     }
 
-    /// Prefers the leader at `addr` (adding it to the set when new). Returns false when the
-    /// address is unusable or the set is full.
-    fn prefer_leader(&self, addr: &str) -> bool {
-        let Ok(uri) = normalize(addr) else {
+    /// The index of the endpoint at `addr`, adding it when new. `None` when the address
+    /// is unusable or the set is full.
+    fn index_of(&self, addr: &str) -> Option<usize> {
+        let uri = normalize(addr).ok()?;
+        let mut nodes = self.lock();
+        if let Some(index) = nodes.iter().position(|n| n.uri == uri) {
+            return Some(index);
+        }
+        if nodes.len() >= MAX_ENDPOINTS {
+            return None;
+        }
+        let node = Node::new(uri, &self.options).ok()?;
+        nodes.push(Arc::new(node));
+        Some(nodes.len() - 1)
+    }
+
+    /// Prefers the leader at `addr` (adding it to the set when new) on the default route
+    /// and, for a tenant's call, on the tenant's route. Returns false when the address is
+    /// unusable or the set is full.
+    fn prefer_leader(&self, route: Route<'_>, addr: &str) -> bool {
+        let Some(index) = self.index_of(addr) else {
             return false;
         };
-        let mut nodes = self.lock();
-        let index = match nodes.iter().position(|n| n.uri == uri) {
-            Some(index) => index,
-            None if nodes.len() < MAX_ENDPOINTS => match Node::new(uri, &self.options) {
-                Ok(node) => {
-                    nodes.push(Arc::new(node));
-                    nodes.len() - 1
-                }
-                Err(_) => return false,
-            },
-            None => return false,
-        };
         self.preferred.store(index, Ordering::Relaxed);
+        self.set_route(route, index);
         true
     }
 
-    /// Runs `rpc` on the preferred endpoint with the retry policy, re-sending the same request
+    fn set_route(&self, route: Route<'_>, index: usize) {
+        let Route::Tenant(tenant) = route else {
+            return;
+        };
+        let mut routes = lock(&self.routes);
+        if routes.get(tenant) == Some(&index) {
+            return;
+        }
+        if routes.len() >= MAX_ROUTES && !routes.contains_key(tenant) {
+            routes.clear();
+        }
+        routes.insert(tenant.to_owned(), index);
+    }
+
+    /// Forgets the tenant's route if it still points at `index` (any index when `None`).
+    fn forget_route(&self, route: Route<'_>, index: Option<usize>) {
+        if let Route::Tenant(tenant) = route {
+            let mut routes = lock(&self.routes);
+            if index.is_none() || routes.get(tenant) == index.as_ref() {
+                routes.remove(tenant);
+            }
+        }
+    }
+
+    /// After a failure at `index`: the default route moves on, the tenant's route is
+    /// forgotten if it pointed there.
+    fn move_on(&self, route: Route<'_>, index: usize) {
+        self.rotate_from(index);
+        self.forget_route(route, Some(index));
+    }
+
+    /// Runs `rpc` on the route's endpoint with the retry policy, re-sending the same request
     /// (the closure must build the same request every time).
     pub(crate) async fn call<T, F, Fut>(
         &self,
         kind: Kind,
+        route: Route<'_>,
         timeout: Duration,
         rpc: F,
     ) -> Result<T, ClientError>
@@ -216,8 +455,14 @@ impl Transport {
         F: Fn(Channel) -> Fut,
         Fut: Future<Output = Result<tonic::Response<T>, Status>>,
     {
-        self.run(kind, timeout, None, &self.options.retry, rpc)
-            .await
+        self.run(
+            kind,
+            timeout,
+            Target::Routed(route),
+            &self.options.retry,
+            rpc,
+        )
+        .await
     }
 
     /// One attempt on one endpoint only (no routing, no retry), e.g. a node's status: the
@@ -241,7 +486,7 @@ impl Transport {
         self.run(
             Kind::Read,
             timeout,
-            Some(node),
+            Target::Pinned(node),
             &RetryPolicy::no_retry(),
             rpc,
         )
@@ -252,7 +497,7 @@ impl Transport {
         &self,
         kind: Kind,
         timeout: Duration,
-        pinned: Option<Arc<Node>>,
+        target: Target<'_>,
         policy: &RetryPolicy,
         rpc: F,
     ) -> Result<T, ClientError>
@@ -265,14 +510,18 @@ impl Transport {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let (index, node) = match &pinned {
-                Some(node) => (0, Arc::clone(node)),
-                None => self.pick(),
+            let (index, node, route) = match &target {
+                Target::Pinned(node) => (0, Arc::clone(node), None),
+                Target::Routed(route) => {
+                    let (index, node) = self.start(*route, attempt).await;
+                    (index, node, Some(*route))
+                }
             };
             let failure = match tokio::time::timeout(timeout, rpc(node.channel())).await {
                 Ok(Ok(response)) => {
-                    if pinned.is_none() {
-                        self.follow_forwarding(&response, &node);
+                    if let Some(route) = route {
+                        node.reached(true);
+                        self.follow_answer(route, &response, index, &node);
                     }
                     return Ok(response.into_inner());
                 }
@@ -280,12 +529,16 @@ impl Transport {
                 Err(_) => Failure::MaybeSent(format!("no answer within {timeout:?}"), None),
             };
             tracing::debug!(endpoint = %node.uri, attempt, ?failure, "idem call failed");
-            let routed = pinned.is_none();
+            if route.is_some() {
+                let unreachable = matches!(failure, Failure::NotSent(_) | Failure::MaybeSent(..));
+                node.reached(!unreachable);
+            }
+            let mut later = None;
             let (wait, message) = match failure {
                 Failure::Final(error) => return Err(error),
                 Failure::NotSent(message) => {
-                    if routed {
-                        self.rotate_from(index);
+                    if let Some(route) = route {
+                        self.move_on(route, index);
                     }
                     (jittered(policy, attempt), message)
                 }
@@ -293,8 +546,8 @@ impl Transport {
                     // A leader cut off from its quorum keeps answering OUTCOME_UNKNOWN
                     // (openraft does not step it down): let another node redirect us.
                     maybe_sent = true;
-                    if routed {
-                        self.rotate_from(index);
+                    if let Some(route) = route {
+                        self.move_on(route, index);
                     }
                     (
                         jittered(policy, attempt).max(hint.unwrap_or_default()),
@@ -302,12 +555,12 @@ impl Transport {
                     )
                 }
                 Failure::NotLeader(hint, message) => {
-                    let moved = routed
-                        && hint
-                            .as_deref()
-                            .is_some_and(|addr| self.redirect(addr, &node));
-                    if !moved && routed {
-                        self.rotate_from(index);
+                    let moved = route.is_some_and(|route| {
+                        hint.as_deref()
+                            .is_some_and(|addr| self.redirect(route, addr, &node))
+                    });
+                    if let (false, Some(route)) = (moved, route) {
+                        self.move_on(route, index);
                     }
                     let wait = if moved {
                         Duration::ZERO
@@ -316,31 +569,59 @@ impl Transport {
                     };
                     (wait, message)
                 }
+                Failure::Later(error) => {
+                    // The tenant's home is changing: its route may be stale.
+                    if let Some(route) = route {
+                        self.forget_route(route, None);
+                    }
+                    let wait =
+                        jittered(policy, attempt).max(error.retry_after().unwrap_or_default());
+                    let message = error.to_string();
+                    later = Some(error);
+                    (wait, message)
+                }
             };
             if attempt >= policy.max_attempts || Instant::now() + wait > deadline {
-                return Err(exhausted(kind, maybe_sent, attempt, &node.uri, message));
+                return Err(match later {
+                    Some(error) if !(kind == Kind::Write && maybe_sent) => error,
+                    _ => exhausted(kind, maybe_sent, attempt, &node.uri, message),
+                });
             }
             tokio::time::sleep(wait).await;
         }
     }
 
-    /// A follower that forwarded the call to the leader names it in `leader-addr`: prefer
-    /// the leader for the next calls.
-    fn follow_forwarding<T>(&self, response: &tonic::Response<T>, from: &Node) {
+    /// Learns from an answer: a follower that forwarded the call names the leader in
+    /// `leader-addr` (preferred from now on, on the default route and the tenant's); a node
+    /// that served a tenant's call itself becomes the tenant's route.
+    fn follow_answer<T>(
+        &self,
+        route: Route<'_>,
+        response: &tonic::Response<T>,
+        index: usize,
+        from: &Node,
+    ) {
         let leader = response
             .metadata()
             .get(reason::LEADER_ADDR_METADATA_KEY)
             .and_then(|v| v.to_str().ok());
-        if let Some(addr) = leader {
-            self.redirect(addr, from);
+        let redirected = leader.is_some_and(|addr| self.redirect(route, addr, from));
+        if !redirected {
+            self.set_route(route, index);
         }
     }
 
     /// Follows a leader hint; true when it names another node than `from`.
-    fn redirect(&self, addr: &str, from: &Node) -> bool {
+    fn redirect(&self, route: Route<'_>, addr: &str, from: &Node) -> bool {
         let other = normalize(addr).is_ok_and(|uri| uri != from.uri);
-        other && self.prefer_leader(addr)
+        other && self.prefer_leader(route, addr)
     }
+}
+
+/// Where a call goes: routed, or to one given endpoint.
+enum Target<'a> {
+    Routed(Route<'a>),
+    Pinned(Arc<Node>),
 }
 
 /// The error of a call whose attempts ran out.
@@ -371,6 +652,7 @@ fn classify(status: &Status) -> Failure {
         Some(reason::UNAVAILABLE_OUTCOME_UNKNOWN) => {
             Failure::MaybeSent(message, status::retry_after(status))
         }
+        Some(reason::WRONG_GROUP) => Failure::Later(definite(reason::WRONG_GROUP, status)),
         Some(reason) => Failure::Final(definite(reason, status)),
         None if is_connect_error(status) => Failure::NotSent(message),
         None if is_transport_error(status) => Failure::MaybeSent(message, None),
@@ -481,12 +763,87 @@ mod tests {
         // A stale rotation (someone else already moved) changes nothing.
         t.rotate_from(1);
         assert_eq!(t.preferred(), "http://a:1");
-        assert!(t.prefer_leader("c:3"));
+        assert!(t.prefer_leader(Route::Default, "c:3"));
         assert_eq!(t.preferred(), "http://c:3");
         assert_eq!(t.endpoints().len(), 3);
-        assert!(t.prefer_leader("b:2"));
+        assert!(t.prefer_leader(Route::Default, "b:2"));
         assert_eq!(t.preferred(), "http://b:2");
         assert_eq!(t.endpoints().len(), 3);
+    }
+
+    #[test]
+    fn tenant_routes_are_learned_forgotten_and_bounded() {
+        let t = Transport::new(&["a:1".into(), "b:2".into()], ClientOptions::default()).unwrap();
+        let acme = Route::Tenant("acme");
+        assert_eq!(t.route_of("acme"), None);
+        // A leader named for acme becomes acme's route and the default.
+        assert!(t.prefer_leader(acme, "c:3"));
+        assert_eq!(t.route_of("acme").as_deref(), Some("http://c:3"));
+        assert_eq!(t.preferred(), "http://c:3");
+        // Another tenant served by b: only its own route changes.
+        t.set_route(Route::Tenant("globex"), 1);
+        assert_eq!(t.route_of("globex").as_deref(), Some("http://b:2"));
+        assert_eq!(t.route_of("acme").as_deref(), Some("http://c:3"));
+        // A failure elsewhere keeps acme's route; a failure at its route forgets it.
+        t.move_on(acme, 1);
+        assert_eq!(t.route_of("acme").as_deref(), Some("http://c:3"));
+        t.move_on(acme, 2);
+        assert_eq!(t.route_of("acme"), None);
+        assert_eq!(t.preferred(), "http://a:1", "the default moved past c");
+        // The default route never gets a tenant entry.
+        t.set_route(Route::Default, 0);
+        t.forget_route(Route::Tenant("globex"), None);
+        assert!(lock(&t.routes).is_empty());
+        // The table starts over when full.
+        for i in 0..MAX_ROUTES {
+            t.set_route(Route::Tenant(&format!("t{i}")), 0);
+        }
+        assert_eq!(lock(&t.routes).len(), MAX_ROUTES);
+        t.set_route(Route::Tenant("t0"), 1);
+        assert_eq!(lock(&t.routes).len(), MAX_ROUTES);
+        t.set_route(Route::Tenant("one-more"), 1);
+        assert_eq!(lock(&t.routes).len(), 1);
+    }
+
+    #[test]
+    fn regions_are_learned_from_a_status_answer() {
+        let options = ClientOptions::default().region("r2");
+        let t = Transport::new(&["a:1".into(), "b:2".into()], options).unwrap();
+        let member = |id: u64, addr: &str, region: &str| v1::Member {
+            id,
+            api_addr: addr.into(),
+            region: region.into(),
+            ..v1::Member::default()
+        };
+        let answered = Arc::clone(&t.lock()[0]);
+        t.note_regions(
+            &answered,
+            v1::StatusResponse {
+                region: "r1".into(),
+                membership: vec![
+                    member(2, "b:2", "r2"),
+                    member(3, "c:3", "r2"),
+                    member(4, "d:4", "r3"),
+                    member(5, "", "r2"),
+                    member(6, "e:5", ""),
+                ],
+                ..v1::StatusResponse::default()
+            },
+        );
+        // Members of the client's region are added, others only annotated when known.
+        assert_eq!(
+            t.regions(),
+            [
+                ("http://a:1".to_owned(), "r1".to_owned()),
+                ("http://b:2".to_owned(), "r2".to_owned()),
+                ("http://c:3".to_owned(), "r2".to_owned()),
+            ]
+        );
+        assert!(Transport::new(
+            &["a:1".into()],
+            ClientOptions::default().region("Bad Region")
+        )
+        .is_err());
     }
 
     #[test]
@@ -515,6 +872,11 @@ mod tests {
             Failure::Final(e) => assert_eq!(e.retry_after(), Some(Duration::from_millis(700))),
             other => panic!("{other:?}"),
         }
+        let moving = status::error(reason::WRONG_GROUP, "moving", []);
+        assert!(matches!(
+            classify(&moving),
+            Failure::Later(ClientError::Rejected { ref reason, .. }) if reason == "WRONG_GROUP"
+        ));
         let unknown = status::error(reason::UNAVAILABLE_OUTCOME_UNKNOWN, "timeout", []);
         assert!(matches!(classify(&unknown), Failure::MaybeSent(..)));
         let leader = status::not_leader(Some(2), Some("n2:7400"));
