@@ -35,6 +35,11 @@ cancel), reads records (get, wait, op show, op list) and performs the audited ad
 (op reconcile, purge). Transport failures are retried with the same request (same key,
 holder and fence), and writes follow the leader.
 
+Operators manage the cluster with it too: membership (member, leader), status of every node
+and Raft group (status, cluster status), and regions: the placement mode (cluster mode),
+regions (region add), tenant homes (tenant bind/unbind/list) and region failover (failover
+status, failover confirm).
+
 Scope flags (--tenant, --env, --actor, --endpoint) can be set once through IDEMCTL_TENANT,
 IDEMCTL_ENV, IDEMCTL_ACTOR and IDEMCTL_ENDPOINT.";
 
@@ -46,6 +51,9 @@ Examples:
   idemctl complete --key order-7f3a --fence 1 --status 201 --resource-id ch_1
   idemctl -w json get --key order-7f3a
   idemctl op list --state PENDING,IN_PROGRESS --older-than 5m
+  idemctl cluster mode region-affinity && idemctl region add eu-west
+  idemctl tenant bind acme --home eu-west
+  idemctl cluster status; idemctl failover status
 
 Output: -w table (default) prints aligned key/value lines; -w json prints exactly one JSON
 object on stdout, errors included ({\"error\": REASON, \"message\": ...}).
@@ -187,13 +195,25 @@ pub enum Command {
     #[command(subcommand)]
     Member(MemberCommand),
 
-    /// Raft leadership: transfer.
+    /// Raft leadership: transfer (of the global group or a region group).
     #[command(subcommand)]
     Leader(LeaderCommand),
 
-    /// The whole cluster: every member's own status.
+    /// The whole cluster: status of every member and group, configuration, placement mode.
     #[command(subcommand)]
     Cluster(ClusterCommand),
+
+    /// Regions: define one (it gets a Raft group whose leader is kept there).
+    #[command(subcommand)]
+    Region(RegionCommand),
+
+    /// Tenant homes (region-affinity mode): bind, unbind, list.
+    #[command(subcommand)]
+    Tenant(TenantCommand),
+
+    /// Region failover of the region groups: status, confirm a new home.
+    #[command(subcommand)]
+    Failover(FailoverCommand),
 }
 
 /// `idemctl member ...`.
@@ -226,23 +246,236 @@ pub enum MemberCommand {
 /// `idemctl leader ...`.
 #[derive(Debug, Subcommand)]
 pub enum LeaderCommand {
-    /// Hand leadership to a voter and wait until it leads.
-    #[command(after_help = "Example:\n  idemctl leader transfer 2")]
-    Transfer(MemberIdArgs),
+    /// Hand leadership of a group to a voter and wait until it leads.
+    #[command(
+        long_about = "Hand leadership of a Raft group to voter ID and wait until it leads. \
+                      Without --group: the global group. With --group: a region group, by \
+                      id or by region name (see `idemctl cluster status`), e.g. to bring a \
+                      group's leader back to its home region.",
+        after_help = "Examples:\n  idemctl leader transfer 2\n  idemctl leader transfer 4 \
+                      --group eu-west\n  idemctl leader transfer 4 --group 1"
+    )]
+    Transfer(LeaderTransferArgs),
+}
+
+/// `idemctl leader transfer`.
+#[derive(Debug, Args)]
+pub struct LeaderTransferArgs {
+    /// The voter that should lead.
+    pub id: u64,
+    /// The group: 0 (the global group, the default), a region group's id, or its region's
+    /// name.
+    #[arg(long, value_name = "GROUP", default_value = "0")]
+    pub group: GroupArg,
+}
+
+/// A Raft group named on the command line: its id or its region's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupArg {
+    /// A group id (0 is the global group).
+    Id(u64),
+    /// The name of the region whose group is meant.
+    Region(String),
+}
+
+impl std::str::FromStr for GroupArg {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("expected a group id or a region name".into());
+        }
+        Ok(match text.parse::<u64>() {
+            Ok(id) => GroupArg::Id(id),
+            Err(_) => GroupArg::Region(text.to_owned()),
+        })
+    }
 }
 
 /// `idemctl cluster ...`.
 #[derive(Debug, Subcommand)]
 pub enum ClusterCommand {
-    /// One row per member, from its own Status: role, leader, term, commit, applied, lag.
+    /// Every member's own status, and every Raft group: leader, its region, home or not.
     #[command(
         long_about = "Ask every member (at its api_addr, one attempt each) for its status: \
                       id, region, role (leader, follower, learner), the leader it knows, \
                       term, commit and applied index, lag (the leader's commit index minus \
-                      the node's applied index) and whether it answered.",
+                      the node's applied index) and whether it answered.\n\nThen one row per \
+                      Raft group as one node sees it (Admin.ListGroups): the group id, the \
+                      region it was created for and its home region, the leader id and the \
+                      leader's region, HOME (yes when the leader is in the home region), term, \
+                      commit index and whether the group is in region failover.",
         after_help = "Example:\n  idemctl --endpoints n1:7400 cluster status"
     )]
     Status,
+
+    /// Show the cluster configuration: mode, regions with their groups, tenant homes.
+    #[command(
+        long_about = "Show the replicated cluster configuration, read linearizably from the \
+                      global group: the placement mode (global or region-affinity), every \
+                      region with the id of its Raft group, every tenant's home region and \
+                      the configuration version.",
+        after_help = "Example:\n  idemctl -w json cluster config"
+    )]
+    Config,
+
+    /// Switch the placement mode: global | region-affinity.
+    #[command(
+        long_about = "Switch the placement mode. In global mode (the default) one Raft group \
+                      spanning all nodes decides every key. In region-affinity mode tenants \
+                      bound to a home region (`idemctl tenant bind`) are decided by that \
+                      region's group, whose leader is kept in the region; the others by the \
+                      global group. Back to global is refused (PLACEMENT_CONFLICT) while \
+                      tenants have homes. Setting the current mode is a no-op.",
+        after_help = "Examples:\n  idemctl cluster mode region-affinity\n  idemctl cluster \
+                      mode global"
+    )]
+    Mode(ModeArgs),
+}
+
+/// `idemctl cluster mode`.
+#[derive(Debug, Args)]
+pub struct ModeArgs {
+    /// The mode.
+    #[arg(value_enum)]
+    pub mode: ModeArg,
+}
+
+/// Placement modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// One group decides every key (the default).
+    Global,
+    /// Tenants with a home region are decided by that region's group.
+    RegionAffinity,
+}
+
+/// `idemctl region ...`.
+#[derive(Debug, Subcommand)]
+pub enum RegionCommand {
+    /// Define a region: it gets the next group id and a Raft group homed there.
+    #[command(
+        long_about = "Define a region (1-64 of a-z 0-9 - _ ., as in the nodes' `region` \
+                      setting). It gets the next group id and a Raft group replicated on \
+                      every node, whose leader is kept in that region whenever a healthy, \
+                      caught-up voter exists there. Defining an existing region is a no-op; \
+                      at most 16 regions (PLACEMENT_CONFLICT).",
+        after_help = "Example:\n  idemctl region add eu-west"
+    )]
+    Add(RegionAddArgs),
+}
+
+/// `idemctl region add`.
+#[derive(Debug, Args)]
+pub struct RegionAddArgs {
+    /// The region's name.
+    pub name: String,
+}
+
+/// `idemctl tenant ...`.
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// Make a region the home of a tenant (region-affinity mode).
+    #[command(
+        long_about = "Make REGION the home of TENANT: its keys are decided by that region's \
+                      group from then on, so claims from the region do not cross regions. \
+                      Needs region-affinity mode (PLACEMENT_CONFLICT otherwise) and a defined \
+                      region (UNKNOWN_REGION). A tenant's home is immutable once it has \
+                      records, so that a key is always decided in exactly one log: the change \
+                      is then refused with TENANT_HOME_IMMUTABLE and nothing changes. \
+                      Repeating a bind is a no-op.",
+        after_help = "Example:\n  idemctl tenant bind acme --home eu-west"
+    )]
+    Bind(TenantBindArgs),
+
+    /// Give a tenant back to the global group.
+    #[command(
+        long_about = "Give TENANT back to the global group. Refused with \
+                      TENANT_HOME_IMMUTABLE once it has records in its region group. \
+                      Unbinding an unbound tenant is a no-op.",
+        after_help = "Example:\n  idemctl tenant unbind acme"
+    )]
+    Unbind(TenantArgs),
+
+    /// List tenants with a home region (all others are decided by the global group).
+    #[command(after_help = "Example:\n  idemctl tenant list")]
+    List,
+}
+
+/// `idemctl tenant bind`.
+#[derive(Debug, Args)]
+pub struct TenantBindArgs {
+    /// The tenant.
+    pub tenant: String,
+    /// Its home region (see `idemctl cluster config`).
+    #[arg(long, value_name = "REGION")]
+    pub home: String,
+}
+
+/// A tenant.
+#[derive(Debug, Args)]
+pub struct TenantArgs {
+    /// The tenant.
+    pub tenant: String,
+}
+
+/// `idemctl failover ...`.
+#[derive(Debug, Subcommand)]
+pub enum FailoverCommand {
+    /// Each region group's failover state: active, epoch, since, leader region, duration.
+    #[command(
+        long_about = "Show each region group's failover state as one node sees it. A group \
+                      whose leader is outside its home region is in failover (recorded in its \
+                      log with a new epoch): HIGH-risk claims and takeovers of its tenants get \
+                      REGION_FAILOVER, LOW and NORMAL risk continue. Columns: group, region, \
+                      home, active, epoch, since (replicated time), the leader and its region, \
+                      and the time in failover (now minus since, by this machine's clock).",
+        after_help = "Example:\n  idemctl failover status"
+    )]
+    Status,
+
+    /// Declare a new home region for a group in failover, ending the failover (audited).
+    #[command(
+        long_about = "Declare NEW_HOME the home region of region group GROUP, which must be in \
+                      failover (NOT_IN_FAILOVER otherwise), ending the failover with a new \
+                      epoch; HIGH-risk claims are accepted again, and the group's leader is \
+                      kept in the new home from then on. Use it when the old home region is \
+                      lost for good, normally naming the region where the leader now is. \
+                      Written to the audit log with --reason and --admin.\n\nCareful: a \
+                      worker cut off in the old home may still be running a HIGH-risk \
+                      operation, and after the confirmation its expired lease may be taken \
+                      over: first check the group's HIGH-risk records in PENDING or \
+                      IN_PROGRESS (`idemctl op list --state PENDING,IN_PROGRESS --tenant T`) \
+                      against their downstream, by operation id. A retry after an unknown outcome may \
+                      answer NOT_IN_FAILOVER when the first attempt did apply: check with \
+                      `idemctl failover status`.",
+        after_help = "Example:\n  idemctl failover confirm --group eu-west --new-home us-east \
+                      --reason 'INC-42: eu-west lost' --admin alice"
+    )]
+    Confirm(FailoverConfirmArgs),
+}
+
+/// `idemctl failover confirm`.
+#[derive(Debug, Args)]
+pub struct FailoverConfirmArgs {
+    /// The region group: its id or its region's name.
+    #[arg(long, value_name = "GROUP")]
+    pub group: GroupArg,
+    /// The region to make its home (normally where its leader now is).
+    #[arg(long, value_name = "REGION")]
+    pub new_home: String,
+    /// Why (stored in the audit entry), e.g. an incident reference.
+    #[arg(long)]
+    pub reason: String,
+    /// Who decides (stored in the audit entry); default $USER.
+    #[arg(
+        long,
+        visible_alias = "operator",
+        env = "IDEMCTL_OPERATOR",
+        value_name = "NAME"
+    )]
+    pub admin: Option<String>,
 }
 
 /// `idemctl member add`.
@@ -822,6 +1055,123 @@ mod tests {
     }
 
     #[test]
+    fn region_commands() {
+        let cli = parse(&["cluster", "config"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Cluster(ClusterCommand::Config)
+        ));
+        let cli = parse(&["cluster", "mode", "region-affinity"]).unwrap();
+        let Command::Cluster(ClusterCommand::Mode(m)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(m.mode, ModeArg::RegionAffinity);
+        let cli = parse(&["cluster", "mode", "global"]).unwrap();
+        let Command::Cluster(ClusterCommand::Mode(m)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(m.mode, ModeArg::Global);
+        assert_eq!(
+            parse(&["cluster", "mode", "sideways"]).unwrap_err().kind(),
+            ErrorKind::InvalidValue
+        );
+        assert!(parse(&["cluster", "mode"]).is_err());
+
+        let cli = parse(&["region", "add", "eu-west"]).unwrap();
+        let Command::Region(RegionCommand::Add(r)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(r.name, "eu-west");
+
+        let cli = parse(&["tenant", "bind", "acme", "--home", "eu-west"]).unwrap();
+        let Command::Tenant(TenantCommand::Bind(b)) = cli.command else {
+            panic!()
+        };
+        assert_eq!((b.tenant.as_str(), b.home.as_str()), ("acme", "eu-west"));
+        assert_eq!(
+            parse(&["tenant", "bind", "acme"]).unwrap_err().kind(),
+            ErrorKind::MissingRequiredArgument
+        );
+        let cli = parse(&["tenant", "unbind", "acme"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Tenant(TenantCommand::Unbind(_))
+        ));
+        let cli = parse(&["tenant", "list"]).unwrap();
+        assert!(matches!(cli.command, Command::Tenant(TenantCommand::List)));
+
+        let cli = parse(&["failover", "status"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Failover(FailoverCommand::Status)
+        ));
+        let cli = parse(&[
+            "failover",
+            "confirm",
+            "--group",
+            "eu-west",
+            "--new-home",
+            "us-east",
+            "--reason",
+            "INC-42",
+            "--admin",
+            "alice",
+        ])
+        .unwrap();
+        let Command::Failover(FailoverCommand::Confirm(c)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(c.group, GroupArg::Region("eu-west".into()));
+        assert_eq!(c.new_home, "us-east");
+        assert_eq!(c.admin.as_deref(), Some("alice"));
+        let cli = parse(&[
+            "failover",
+            "confirm",
+            "--group",
+            "2",
+            "--new-home",
+            "r",
+            "--reason",
+            "x",
+            "--operator",
+            "bob",
+        ])
+        .unwrap();
+        let Command::Failover(FailoverCommand::Confirm(c)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(
+            (c.group, c.admin.as_deref()),
+            (GroupArg::Id(2), Some("bob"))
+        );
+        let missing = parse(&["failover", "confirm", "--group", "1", "--new-home", "r"]);
+        assert_eq!(
+            missing.unwrap_err().kind(),
+            ErrorKind::MissingRequiredArgument
+        );
+    }
+
+    #[test]
+    fn leader_transfer_takes_a_group() {
+        let cli = parse(&["leader", "transfer", "2"]).unwrap();
+        let Command::Leader(LeaderCommand::Transfer(t)) = cli.command else {
+            panic!()
+        };
+        assert_eq!((t.id, t.group), (2, GroupArg::Id(0)));
+        let cli = parse(&["leader", "transfer", "4", "--group", "1"]).unwrap();
+        let Command::Leader(LeaderCommand::Transfer(t)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(t.group, GroupArg::Id(1));
+        let cli = parse(&["leader", "transfer", "4", "--group", "us-east"]).unwrap();
+        let Command::Leader(LeaderCommand::Transfer(t)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(t.group, GroupArg::Region("us-east".into()));
+        assert!(parse(&["leader", "transfer", "4", "--group", ""]).is_err());
+    }
+
+    #[test]
     fn bad_values_are_usage_errors() {
         let err = parse_scoped(&["claim", "--key", "k", "--lease", "soon"]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::ValueValidation);
@@ -842,6 +1192,10 @@ mod tests {
             &["op", "--help"],
             &["op", "reconcile", "--help"],
             &["fail", "--help"],
+            &["cluster", "mode", "--help"],
+            &["tenant", "bind", "--help"],
+            &["failover", "confirm", "--help"],
+            &["region", "--help"],
         ] {
             let err = parse(args).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::DisplayHelp, "{args:?}");

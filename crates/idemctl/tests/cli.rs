@@ -72,6 +72,54 @@ fn invalid_input_exits_2_before_anything_is_sent() {
 }
 
 #[test]
+fn region_commands_check_their_input_before_anything_is_sent() {
+    let endpoint = dead_endpoint();
+    let cases: [(&[&str], &str); 4] = [
+        (&["region", "add", "EU West"], "INVALID_ARGUMENT"),
+        (
+            &["tenant", "bind", "bad tenant", "--home", "eu-west"],
+            "INVALID_SCOPE",
+        ),
+        (&["tenant", "unbind", "bad tenant"], "INVALID_SCOPE"),
+        (
+            &[
+                "failover",
+                "confirm",
+                "--group",
+                "1",
+                "--new-home",
+                "us east",
+                "--reason",
+                "x",
+            ],
+            "INVALID_ARGUMENT",
+        ),
+    ];
+    for (args, reason) in cases {
+        let mut all = vec!["-w", "json", "--endpoints", &endpoint];
+        all.extend_from_slice(args);
+        let out = idemctl(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(json(&out)["error"], reason, "{args:?}");
+    }
+    let out = idemctl(&["-w", "json", "cluster", "mode", "sideways"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(&out)["error"], "USAGE");
+    let out = idemctl(&[
+        "-w",
+        "json",
+        "--endpoints",
+        &endpoint,
+        "--max-attempts",
+        "1",
+        "failover",
+        "status",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(json(&out)["error"], "UNAVAILABLE");
+}
+
+#[test]
 fn usage_errors_exit_2_and_are_json_when_asked() {
     let out = idemctl(&["-w", "json", "start", "--key", "k1"]);
     assert_eq!(out.status.code(), Some(2));
@@ -97,7 +145,13 @@ fn table_errors_go_to_stderr() {
 
 #[test]
 fn help_exits_0() {
-    for args in [&["--help"][..], &["op", "list", "--help"], &["claim", "-h"]] {
+    for args in [
+        &["--help"][..],
+        &["op", "list", "--help"],
+        &["claim", "-h"],
+        &["failover", "--help"],
+        &["tenant", "bind", "--help"],
+    ] {
         let out = idemctl(args);
         assert_eq!(out.status.code(), Some(0), "{args:?}");
         assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"));

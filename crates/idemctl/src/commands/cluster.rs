@@ -3,12 +3,14 @@
 //! Membership commands go to any endpoint: the node forwards them to the leader, which
 //! answers with its replication view (matched index, lag). `cluster status` instead asks
 //! every member itself (one attempt each, in parallel), because during an incident the
-//! question is precisely which nodes answer and what each one believes.
+//! question is precisely which nodes answer and what each one believes; its group table is
+//! one node's `ListGroups` view (leader, leader region, home or not, failover per group).
 
 use idem_client::{Client, ClientError, Member, MemberProgress, Membership, NodeStatus};
 use tokio::task::JoinSet;
 
-use crate::cli::MemberAddArgs;
+use super::regions::{group_row, resolve_group, GROUP_COLUMNS};
+use crate::cli::{LeaderTransferArgs, MemberAddArgs};
 use crate::error::CliError;
 use crate::output::{Doc, Value};
 
@@ -67,14 +69,21 @@ pub async fn remove(client: &Client, id: u64) -> Result<Doc, CliError> {
 }
 
 /// `idemctl leader transfer`.
-pub async fn transfer(client: &Client, id: u64) -> Result<Doc, CliError> {
-    let leader = client.transfer_leader(id).await?;
-    Ok(Doc::new().with("leader_id", leader))
+pub async fn transfer(client: &Client, args: LeaderTransferArgs) -> Result<Doc, CliError> {
+    let group = resolve_group(client, &args.group).await?;
+    let leader = client.transfer_leader_in(group, args.id).await?;
+    Ok(Doc::new().with("leader_id", leader).with("group", group))
 }
 
-/// `idemctl cluster status`: the membership from any node, then every member's own status.
+/// `idemctl cluster status`: the membership from any node, then every member's own status,
+/// then every group as one node sees it (`groups_error` instead when that node could not
+/// tell, e.g. a node without region support).
 pub async fn status(client: &Client) -> Result<Doc, CliError> {
     let membership = client.status().await?.membership;
+    let groups = {
+        let client = client.clone();
+        tokio::spawn(async move { client.list_groups().await })
+    };
     let mut asks = JoinSet::new();
     for member in membership.clone() {
         let client = client.clone();
@@ -91,13 +100,28 @@ pub async fn status(client: &Client) -> Result<Doc, CliError> {
         .iter()
         .map(|(member, answer)| node_row(member, answer, leader_commit))
         .collect();
-    Ok(Doc::new().with(
+    let doc = Doc::new().with(
         "nodes",
         Value::Rows {
             rows,
             columns: NODE_COLUMNS,
         },
-    ))
+    );
+    let groups = groups.await.unwrap_or_else(|e| {
+        Err(ClientError::Unavailable {
+            message: format!("ListGroups task: {e}"),
+        })
+    });
+    Ok(match groups {
+        Ok(groups) => doc.with("groups_seen_by", groups.node_id).with(
+            "groups",
+            Value::Rows {
+                rows: groups.groups.iter().map(group_row).collect(),
+                columns: GROUP_COLUMNS,
+            },
+        ),
+        Err(error) => doc.with("groups_error", error.to_string()),
+    })
 }
 
 /// The commit index of the node that says it leads, else the highest one seen.

@@ -9,14 +9,15 @@ mod claim;
 mod cluster;
 mod op;
 mod read;
+mod regions;
 mod worker;
 
 use idem_client::{Client, ClientError, ClientOptions, RetryPolicy, Target};
 use idem_core::{ErrorSummary, IdempotencyKey, OperationId, RecordKey, Scope, StoredResult};
 
 use crate::cli::{
-    Cli, ClusterCommand, Command, ErrorArgs, KeyArgs, LeaderCommand, MemberCommand, OpCommand,
-    ResultArgs,
+    Cli, ClusterCommand, Command, ErrorArgs, FailoverCommand, KeyArgs, LeaderCommand,
+    MemberCommand, OpCommand, RegionCommand, ResultArgs, TenantCommand,
 };
 use crate::error::CliError;
 use crate::output::Doc;
@@ -44,8 +45,16 @@ pub async fn run(cli: Cli) -> Result<Doc, CliError> {
         Command::Member(MemberCommand::Add(args)) => cluster::add(&client, args).await,
         Command::Member(MemberCommand::Promote(args)) => cluster::promote(&client, args.id).await,
         Command::Member(MemberCommand::Remove(args)) => cluster::remove(&client, args.id).await,
-        Command::Leader(LeaderCommand::Transfer(args)) => cluster::transfer(&client, args.id).await,
+        Command::Leader(LeaderCommand::Transfer(args)) => cluster::transfer(&client, args).await,
         Command::Cluster(ClusterCommand::Status) => cluster::status(&client).await,
+        Command::Cluster(ClusterCommand::Config) => regions::config(&client).await,
+        Command::Cluster(ClusterCommand::Mode(args)) => regions::mode(&client, args).await,
+        Command::Region(RegionCommand::Add(args)) => regions::add(&client, args).await,
+        Command::Tenant(TenantCommand::Bind(args)) => regions::bind(&client, args).await,
+        Command::Tenant(TenantCommand::Unbind(args)) => regions::unbind(&client, args).await,
+        Command::Tenant(TenantCommand::List) => regions::tenants(&client).await,
+        Command::Failover(FailoverCommand::Status) => regions::failover_status(&client).await,
+        Command::Failover(FailoverCommand::Confirm(args)) => regions::confirm(&client, args).await,
     }
 }
 
