@@ -383,7 +383,8 @@ impl Cluster {
     /// `Admin.TransferLeader` to `to`, then waits until `to` reports itself leader.
     pub async fn transfer_leader(&mut self, to: u64) {
         self.admin_rpc("TransferLeader", |mut c| async move {
-            c.transfer_leader(v1::TransferLeaderRequest { to }).await
+            c.transfer_leader(v1::TransferLeaderRequest { to, group: 0 })
+                .await
         })
         .await;
         let cluster = &*self;

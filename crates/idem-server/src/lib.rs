@@ -22,6 +22,7 @@ pub mod api;
 pub mod cluster;
 pub mod config;
 pub mod failpoint;
+pub mod groups;
 pub mod http;
 pub mod metrics;
 pub mod node;

@@ -10,8 +10,8 @@
 //! scraped, from a bounded scan cached for a few seconds (see [`crate::stats`]).
 
 use prometheus::{
-    exponential_buckets, Encoder, Gauge, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
-    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    exponential_buckets, Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter,
+    IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 use crate::api::RaftStatus;
@@ -55,6 +55,18 @@ pub struct Metrics {
     /// `idem_forwarded_total{kind}`: requests this follower forwarded to the leader
     /// (`propose`, `read_index`, `membership`), counted when the leader answered.
     pub forwarded: IntCounterVec,
+    /// `idem_cross_region_hops_total{kind}`: forwarded requests whose leader is in
+    /// another region than this node (what region affinity avoids).
+    pub cross_region_hops: IntCounterVec,
+    /// `idem_local_replays_total`: claims of terminal records answered from this node's
+    /// replica without a Raft round trip.
+    pub local_replays: IntCounter,
+    /// `idem_group_failover{group}`: 1 while the region group is in failover.
+    pub group_failover: IntGaugeVec,
+    /// `idem_group_failover_seconds{group}`: how long the current failover has lasted.
+    pub group_failover_seconds: GaugeVec,
+    /// `idem_group_leader_home{group}`: 1 when the region group's leader is in its home.
+    pub group_leader_home: IntGaugeVec,
     /// `idem_raft_term`.
     pub raft_term: IntGauge,
     /// `idem_raft_is_leader`: 1 on the leader.
@@ -84,6 +96,20 @@ fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> 
 
 fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
     let metric = IntGauge::new(name, help).unwrap_or_else(|e| panic!("metric {name}: {e}"));
+    register(registry, metric.clone());
+    metric
+}
+
+fn gauge_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    let metric = IntGaugeVec::new(Opts::new(name, help), labels)
+        .unwrap_or_else(|e| panic!("metric {name}: {e}"));
+    register(registry, metric.clone());
+    metric
+}
+
+fn float_gauge_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> GaugeVec {
+    let metric = GaugeVec::new(Opts::new(name, help), labels)
+        .unwrap_or_else(|e| panic!("metric {name}: {e}"));
     register(registry, metric.clone());
     metric
 }
@@ -140,6 +166,11 @@ impl Metrics {
             raft_write_duration: histogram_vec(&r, "idem_raft_write_duration_seconds", "Time from proposing a command to its applied outcome, by command.", &["command"]),
             raft_timeouts: counter_vec(&r, "idem_raft_timeouts_total", "Raft writes and read barriers that timed out (answered UNAVAILABLE_OUTCOME_UNKNOWN).", &["op"]),
             forwarded: counter_vec(&r, "idem_forwarded_total", "Requests forwarded by this follower to the leader and answered, by kind (propose, read_index, membership).", &["kind"]),
+            cross_region_hops: counter_vec(&r, "idem_cross_region_hops_total", "Forwarded requests whose leader is in another region than this node, by kind.", &["kind"]),
+            local_replays: counter(&r, "idem_local_replays_total", "Claims of terminal records answered from this node's replica without a Raft round trip."),
+            group_failover: gauge_vec(&r, "idem_group_failover", "1 while the region group is in failover (its leader outside its home region).", &["group"]),
+            group_failover_seconds: float_gauge_vec(&r, "idem_group_failover_seconds", "How long the region group's current failover has lasted; 0 when none.", &["group"]),
+            group_leader_home: gauge_vec(&r, "idem_group_leader_home", "1 when the region group's leader is in its home region.", &["group"]),
             raft_term: gauge(&r, "idem_raft_term", "Current Raft term."),
             raft_is_leader: gauge(&r, "idem_raft_is_leader", "1 when this node is the Raft leader."),
             raft_has_leader: gauge(&r, "idem_raft_has_leader", "1 when this node knows a Raft leader."),
@@ -221,6 +252,16 @@ mod tests {
             .with_label_values(&["claim"])
             .observe(0.002);
         metrics.raft_timeouts.with_label_values(&["write"]).inc();
+        metrics
+            .cross_region_hops
+            .with_label_values(&["propose"])
+            .inc();
+        metrics.group_failover.with_label_values(&["1"]).set(1);
+        metrics
+            .group_failover_seconds
+            .with_label_values(&["1"])
+            .set(2.5);
+        metrics.group_leader_home.with_label_values(&["1"]).set(0);
         metrics.set_records(&RecordStats::default(), 0);
         let text = metrics.render();
         for name in [
@@ -239,6 +280,11 @@ mod tests {
             "idem_rpc_errors_total",
             "idem_raft_write_duration_seconds_bucket",
             "idem_raft_timeouts_total",
+            "idem_cross_region_hops_total",
+            "idem_local_replays_total",
+            "idem_group_failover",
+            "idem_group_failover_seconds",
+            "idem_group_leader_home",
             "idem_raft_term",
             "idem_raft_is_leader",
             "idem_raft_has_leader",

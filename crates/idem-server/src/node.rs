@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use idem_core::placement::GLOBAL_GROUP;
 use idem_proto::v1::admin_server::AdminServer;
 use idem_proto::v1::idempotency_server::IdempotencyServer;
 use idem_store::NodeInfo;
@@ -46,10 +47,11 @@ use crate::api::{request_too_large_layer, AdminService, ApiContext, Backend, Ide
 use crate::cluster::Bootstrap;
 use crate::config::Config;
 use crate::failpoint::Failpoints;
+use crate::groups::{provisioner, Group, GroupKit, GroupSet, Router, Steward};
 use crate::http::{self, HttpState};
 use crate::metrics::Metrics;
 use crate::raft::forward_service::ForwardService;
-use crate::raft::{Raft, RaftBackend};
+use crate::raft::{Raft, Shared};
 use crate::stats::StatsCache;
 use crate::sweep::{self, SweepConfig};
 
@@ -127,8 +129,9 @@ pub struct NodeHandle {
     http_addr: SocketAddr,
     raft_addr: SocketAddr,
     raft: Raft,
+    groups: GroupSet,
     raft_port: RaftPort,
-    backend: Arc<RaftBackend>,
+    backend: Arc<Router>,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
     serving: Arc<AtomicBool>,
@@ -143,35 +146,21 @@ impl Node {
     /// [`crate::cluster`]) and serves the gRPC and HTTP ports.
     pub async fn start(config: Config) -> Result<NodeHandle, NodeError> {
         claim_data_dir(&config.data_dir, config.node_id)?;
-        let dir = config.data_dir.clone();
-        let (log, state_machine, reader) =
-            tokio::task::spawn_blocking(move || idem_store::open(&dir))
-                .await
-                .map_err(|e| NodeError::Raft(format!("opening the store: {e}")))??;
         let raft_listener = bind("Raft", config.raft_addr).await?;
         // The membership records the address peers can reach (the bound port, not 0).
         let config = Config {
             raft_addr: local_addr("Raft", &raft_listener, config.raft_addr)?,
             ..config
         };
-        let raft_config = config
-            .raft_config()
-            .map_err(|e| NodeError::Raft(e.to_string()))?;
-        let network = idem_raft::Network::new(config.node_id, idem_raft::NetworkOptions::default());
-        let raft = Raft::new(
-            config.node_id,
-            Arc::new(raft_config),
-            network,
-            log,
-            state_machine,
-        )
-        .await
-        .map_err(|e| NodeError::Raft(format!("starting: {e}")))?;
+        let metrics = Arc::new(Metrics::new());
+        let kit = group_kit(&config, &metrics)?;
+        let global = Group::open(&kit, GLOBAL_GROUP).await?;
+        let groups = GroupSet::new(global);
         // Stop Raft if anything below fails, so the store closes.
-        match Self::serve(config, raft.clone(), reader, raft_listener).await {
+        match Self::serve(config, kit, groups.clone(), metrics, raft_listener).await {
             Ok(handle) => Ok(handle),
             Err(error) => {
-                let _ = raft.shutdown().await;
+                let _ = groups.global().raft().shutdown().await;
                 Err(error)
             }
         }
@@ -179,27 +168,24 @@ impl Node {
 
     async fn serve(
         config: Config,
-        raft: Raft,
-        reader: idem_store::StateReader,
+        kit: GroupKit,
+        groups: GroupSet,
+        metrics: Arc<Metrics>,
         raft_listener: TcpListener,
     ) -> Result<NodeHandle, NodeError> {
         let api_listener = bind("gRPC API", config.api_addr).await?;
         let http_listener = bind("HTTP", config.http_addr).await?;
         let api_addr = local_addr("gRPC API", &api_listener, config.api_addr)?;
         let http_addr = local_addr("HTTP", &http_listener, config.http_addr)?;
-        let metrics = Arc::new(Metrics::new());
-        let backend = Arc::new(
-            RaftBackend::new(
-                raft.clone(),
-                reader,
-                config.node_id,
-                config.write_timeout,
-                config.read_timeout,
-                Arc::clone(&metrics),
-            )
-            .with_failpoints(failpoints()),
-        );
-        let raft_port = RaftPort::spawn(&raft, Arc::clone(&backend), raft_listener);
+        let raft = groups.global().raft().clone();
+        let raft_port = RaftPort::spawn(groups.clone(), raft_listener);
+        let backend = Arc::new(Router::new(
+            groups.clone(),
+            config.node_id,
+            config.region.clone(),
+            config.write_timeout,
+            config.read_timeout,
+        ));
         // The membership records the address clients can reach (the bound port, not 0).
         let bootstrap_config = Config {
             api_addr,
@@ -245,8 +231,18 @@ impl Node {
                 Arc::clone(&serving),
                 shutdown.clone(),
             )),
+            tokio::spawn(provisioner::run(groups.clone(), kit, shutdown.clone())),
+            tokio::spawn(
+                Steward::new(
+                    groups.clone(),
+                    config.node_id,
+                    config.region.clone(),
+                    Arc::clone(&metrics),
+                )
+                .run(shutdown.clone()),
+            ),
             tokio::spawn(sweep::run(
-                dyn_backend,
+                group_backends(groups.clone()),
                 SweepConfig {
                     interval: config.sweep_interval,
                     batch: config.sweep_batch,
@@ -272,6 +268,7 @@ impl Node {
             http_addr,
             raft_addr: config.raft_addr,
             raft,
+            groups,
             raft_port,
             backend,
             metrics,
@@ -282,6 +279,38 @@ impl Node {
             http,
             background,
         })
+    }
+}
+
+/// What this node's groups are built from.
+fn group_kit(config: &Config, metrics: &Arc<Metrics>) -> Result<GroupKit, NodeError> {
+    let raft_config = config
+        .raft_config()
+        .map_err(|e| NodeError::Raft(e.to_string()))?;
+    Ok(GroupKit {
+        node_id: config.node_id,
+        region: config.region.clone(),
+        data_dir: config.data_dir.clone(),
+        raft_config: Arc::new(raft_config),
+        network: idem_raft::Network::new(config.node_id, idem_raft::NetworkOptions::default()),
+        shared: Shared {
+            write_timeout: config.write_timeout,
+            read_timeout: config.read_timeout,
+            metrics: Arc::clone(metrics),
+            forwarder: Arc::default(),
+        },
+        failpoints: failpoints(),
+    })
+}
+
+/// The backends the sweep runs over: every group's, each expiring its own records.
+fn group_backends(groups: GroupSet) -> impl Fn() -> Vec<Arc<dyn Backend>> + Send + 'static {
+    move || {
+        groups
+            .all()
+            .iter()
+            .map(|g| Arc::clone(g.backend()) as Arc<dyn Backend>)
+            .collect()
     }
 }
 
@@ -387,25 +416,23 @@ async fn bootstrap(raft: &Raft, config: &Config) -> Result<(), NodeError> {
 
 /// The Raft port: the Raft RPCs of every group this node serves and the `Forward` service.
 struct RaftPort {
-    registry: idem_raft::GroupRegistry,
+    groups: GroupSet,
     stop: CancellationToken,
     task: JoinHandle<Result<(), tonic::transport::Error>>,
 }
 
 impl RaftPort {
-    fn spawn(raft: &Raft, backend: Arc<RaftBackend>, listener: TcpListener) -> Self {
-        let registry = idem_raft::GroupRegistry::new();
-        registry.insert(idem_raft::GLOBAL_GROUP, raft.clone());
+    fn spawn(groups: GroupSet, listener: TcpListener) -> Self {
         let stop = CancellationToken::new();
         let server = idem_raft::server_builder(&idem_raft::NetworkOptions::default())
-            .add_service(idem_raft::RaftService::server(registry.clone()))
-            .add_service(ForwardService::server(backend))
+            .add_service(idem_raft::RaftService::server(groups.registry().clone()))
+            .add_service(ForwardService::server(groups.clone()))
             .serve_with_incoming_shutdown(
                 TcpIncoming::from(listener),
                 stop.clone().cancelled_owned(),
             );
         RaftPort {
-            registry,
+            groups,
             stop,
             task: tokio::spawn(server),
         }
@@ -413,7 +440,7 @@ impl RaftPort {
 
     /// Stops serving (after Raft shut down, so peers see it unreachable, not half-alive).
     async fn stop(self) {
-        self.registry.remove(idem_raft::GLOBAL_GROUP);
+        self.groups.unregister_all();
         self.stop.cancel();
         match tokio::time::timeout(Duration::from_secs(5), self.task).await {
             Ok(Ok(Ok(()))) => {}
@@ -609,6 +636,7 @@ impl NodeHandle {
     pub async fn stopped(self) -> Result<(), NodeError> {
         let NodeHandle {
             raft,
+            groups,
             raft_port,
             backend,
             shutdown,
@@ -668,7 +696,7 @@ impl NodeHandle {
                 }
             }
         }
-        finish(raft, raft_port, backend, background, failure).await
+        finish(raft, groups, raft_port, backend, background, failure).await
     }
 }
 
@@ -710,21 +738,25 @@ fn flatten_result<E: std::fmt::Display>(
 
 async fn finish(
     raft: Raft,
+    groups: GroupSet,
     raft_port: RaftPort,
-    backend: Arc<RaftBackend>,
+    backend: Arc<Router>,
     background: Vec<JoinHandle<()>>,
     failure: Option<NodeError>,
 ) -> Result<(), NodeError> {
     for task in background {
         let _ = task.await;
     }
-    raft_port.registry.remove(idem_raft::GLOBAL_GROUP);
-    if let Err(e) = raft.shutdown().await {
-        tracing::error!(error = %e, "raft did not shut down cleanly");
+    groups.unregister_all();
+    for group in groups.all() {
+        if let Err(e) = group.raft().shutdown().await {
+            tracing::error!(group = group.id(), error = %e, "raft did not shut down cleanly");
+        }
     }
     raft_port.stop().await;
-    // The last references to the store: dropping them closes RocksDB.
+    // The last references to the stores: dropping them closes RocksDB.
     drop(backend);
+    drop(groups);
     drop(raft);
     tracing::info!("node stopped");
     match failure {

@@ -33,9 +33,10 @@ pub struct SweepConfig {
     pub batch: u32,
 }
 
-/// Runs the sweep until `shutdown` is cancelled.
+/// Runs the sweep until `shutdown` is cancelled, over every group `backends` names at
+/// each tick (each group expires its own records, on its own leader).
 pub async fn run(
-    backend: Arc<dyn Backend>,
+    backends: impl Fn() -> Vec<Arc<dyn Backend>> + Send + 'static,
     config: SweepConfig,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
@@ -47,9 +48,11 @@ pub async fn run(
             () = shutdown.cancelled() => return,
             _ = ticker.tick() => {}
         }
-        if let Err(error) = sweep_once(backend.as_ref(), config, &metrics, &shutdown).await {
-            metrics.sweep_failures.inc();
-            tracing::warn!(%error, reason = error.reason(), "expiry sweep failed; retrying at the next tick");
+        for backend in backends() {
+            if let Err(error) = sweep_once(backend.as_ref(), config, &metrics, &shutdown).await {
+                metrics.sweep_failures.inc();
+                tracing::warn!(%error, reason = error.reason(), "expiry sweep failed; retrying at the next tick");
+            }
         }
     }
 }

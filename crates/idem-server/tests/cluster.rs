@@ -273,7 +273,10 @@ async fn members_are_added_promoted_removed_and_leadership_moves() {
     let target = nodes[f[1]].node_id();
     let moved = admin(&nodes[f[0]])
         .await
-        .transfer_leader(pb::TransferLeaderRequest { to: target })
+        .transfer_leader(pb::TransferLeaderRequest {
+            to: target,
+            group: 0,
+        })
         .await
         .unwrap()
         .into_inner();

@@ -17,7 +17,7 @@ use idem_proto::v1 as pb;
 use idem_proto::v1::admin_server::Admin;
 use tonic::{Request, Response, Status};
 
-use crate::api::{convert, members};
+use crate::api::{convert, members, regions};
 use crate::api::{observe, record_operation, ApiContext, ApiError, Backend};
 
 /// `ListOperations` page size when the request says 0.
@@ -289,7 +289,7 @@ impl AdminService {
             oldest_pending_age_ms: stats.oldest_active_age_ms(now.millis()),
             region: self.ctx.region.clone(),
             zone: self.ctx.zone.clone(),
-            failover: false,
+            failover: backend.groups().iter().any(|g| g.failover.is_some()),
         })
     }
 }
@@ -390,6 +390,74 @@ impl Admin for AdminService {
         let ctx = &self.ctx;
         let handler = members::transfer(ctx, request.into_inner());
         observe(&ctx.metrics, "admin", "transfer_leader", handler).await
+    }
+
+    async fn get_cluster_config(
+        &self,
+        _request: Request<pb::GetClusterConfigRequest>,
+    ) -> Result<Response<pb::ClusterConfig>, Status> {
+        let ctx = &self.ctx;
+        observe(
+            &ctx.metrics,
+            "admin",
+            "get_cluster_config",
+            regions::config(ctx),
+        )
+        .await
+    }
+
+    async fn set_mode(
+        &self,
+        request: Request<pb::SetModeRequest>,
+    ) -> Result<Response<pb::ClusterConfig>, Status> {
+        let ctx = &self.ctx;
+        let handler = regions::set_mode(ctx, request.into_inner());
+        observe(&ctx.metrics, "admin", "set_mode", handler).await
+    }
+
+    async fn add_region(
+        &self,
+        request: Request<pb::AddRegionRequest>,
+    ) -> Result<Response<pb::ClusterConfig>, Status> {
+        let ctx = &self.ctx;
+        let handler = regions::add_region(ctx, request.into_inner());
+        observe(&ctx.metrics, "admin", "add_region", handler).await
+    }
+
+    async fn bind_tenant(
+        &self,
+        request: Request<pb::BindTenantRequest>,
+    ) -> Result<Response<pb::ClusterConfig>, Status> {
+        let ctx = &self.ctx;
+        let handler = regions::bind(ctx, request.into_inner());
+        observe(&ctx.metrics, "admin", "bind_tenant", handler).await
+    }
+
+    async fn unbind_tenant(
+        &self,
+        request: Request<pb::UnbindTenantRequest>,
+    ) -> Result<Response<pb::ClusterConfig>, Status> {
+        let ctx = &self.ctx;
+        let handler = regions::unbind(ctx, request.into_inner());
+        observe(&ctx.metrics, "admin", "unbind_tenant", handler).await
+    }
+
+    async fn list_groups(
+        &self,
+        _request: Request<pb::ListGroupsRequest>,
+    ) -> Result<Response<pb::ListGroupsResponse>, Status> {
+        let ctx = &self.ctx;
+        let handler = async { Ok(regions::list(ctx)) };
+        observe(&ctx.metrics, "admin", "list_groups", handler).await
+    }
+
+    async fn confirm_failover(
+        &self,
+        request: Request<pb::ConfirmFailoverRequest>,
+    ) -> Result<Response<pb::GroupStatus>, Status> {
+        let ctx = &self.ctx;
+        let handler = regions::confirm(ctx, request.into_inner());
+        observe(&ctx.metrics, "admin", "confirm_failover", handler).await
     }
 }
 

@@ -7,10 +7,13 @@
 //! for a replicated one, or forwarding to the leader, changes the backend only.
 
 use futures::future::BoxFuture;
+use idem_core::placement::ClusterConfig;
 use idem_core::{Command, OperationId, Outcome, Record, RecordKey, Timestamp};
 use tokio::sync::watch;
 
-use crate::api::{ApiError, MembershipChange, MembershipView};
+use crate::api::{
+    ApiError, GroupView, MembershipChange, MembershipView, PlacementAnswer, PlacementCall,
+};
 
 /// One member of the Raft group, as reported by `Admin.Status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -103,6 +106,51 @@ pub trait Backend: Send + Sync + 'static {
 
     /// This node's view of the group.
     fn raft_status(&self) -> RaftStatus;
+
+    /// [`Backend::read_barrier`] for the group that decides `tenant`'s keys (backends
+    /// with one group: the same).
+    fn read_barrier_for<'a>(&'a self, _tenant: &'a str) -> BoxFuture<'a, Result<(), ApiError>> {
+        self.read_barrier()
+    }
+
+    /// [`Backend::applied`] of the group that decides `tenant`'s keys.
+    fn applied_for(&self, _tenant: &str) -> watch::Receiver<u64> {
+        self.applied()
+    }
+
+    /// True when this node leads the group that decides `tenant`'s keys.
+    fn leads_for(&self, _tenant: &str) -> bool {
+        self.raft_status().is_leader()
+    }
+
+    /// Every group as this node sees it, the global group first.
+    fn groups(&self) -> Vec<GroupView> {
+        let status = self.raft_status();
+        vec![GroupView {
+            leader_id: status.leader_id,
+            leader_home: true,
+            term: status.term,
+            commit_index: status.commit_index,
+            applied_index: status.applied_index,
+            ..GroupView::default()
+        }]
+    }
+
+    /// The cluster configuration as applied on this node (not linearizable).
+    fn cluster_config(&self) -> ClusterConfig {
+        ClusterConfig::default()
+    }
+
+    /// Runs a placement call (regions, tenant homes, failover). Backends without regions
+    /// refuse it.
+    fn placement(&self, _call: PlacementCall) -> BoxFuture<'_, Result<PlacementAnswer, ApiError>> {
+        Box::pin(async {
+            Err(ApiError::refused(
+                idem_proto::reason::PLACEMENT_CONFLICT,
+                "this backend has no regions",
+            ))
+        })
+    }
 
     /// Runs a membership call on the leader (forwarded from a follower), bounded by the
     /// write timeout. Backends without a Raft group refuse it.

@@ -139,6 +139,9 @@ impl From<ApiError> for Status {
             ApiError::Rejected(Rejection::Invalid { field, message }) => {
                 status::error(field.reason(), message, [])
             }
+            ApiError::Rejected(rejection @ Rejection::RegionFailover { retry_after }) => {
+                status::with_retry_after(rejection.reason(), rejection.to_string(), retry_after)
+            }
             other => {
                 let reason = other.reason();
                 status::error(reason, other.to_string(), [])

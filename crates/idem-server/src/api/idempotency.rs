@@ -29,6 +29,10 @@ use crate::policy::Overrides;
 
 /// Longest `Wait` budget.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
+/// A terminal record is replayed locally only if it is retained at least this much longer:
+/// a replica may lag the leader's expiry sweep by about this much before it could replay
+/// a record the leader already deleted.
+const REPLAY_MARGIN: Duration = Duration::from_secs(60);
 /// Bodies above this size are fingerprinted on a blocking thread.
 const INLINE_BODY_BYTES: usize = 16 * 1024;
 
@@ -66,8 +70,19 @@ impl IdempotencyService {
             .ctx
             .policies
             .resolve(target.scope.endpoint(), &overrides)?;
-        // Only to classify the answer for metrics (was a lease found expired?).
+        // To replay a terminal record locally, and to classify the answer for metrics (was
+        // a lease found expired?).
         let prior = self.ctx.backend.record(&target).ok().flatten();
+        if let Some(outcome) = prior
+            .as_ref()
+            .and_then(|record| self.local_replay(record, &fingerprints))
+        {
+            self.ctx.metrics.local_replays.inc();
+            record_operation(&outcome.record.operation_id);
+            self.count_claim(prior.as_ref(), &outcome);
+            tracing::debug!(outcome = outcome.kind.name(), "claim replayed locally");
+            return Ok(claim_response(&outcome));
+        }
         let command = Command::Claim(Claim {
             target,
             fingerprints,
@@ -83,6 +98,17 @@ impl IdempotencyService {
         self.count_claim(prior.as_ref(), &outcome);
         tracing::debug!(outcome = outcome.kind.name(), "claim");
         Ok(claim_response(&outcome))
+    }
+
+    /// The answer to a claim of a terminal record from this node's replica, without a
+    /// Raft round trip: terminal records are immutable, so the answer is the one apply
+    /// would give (DESIGN.md §3). Records close to their retention end go to the leader,
+    /// whose sweep may already have deleted them (see docs/regions.md, purge lag).
+    fn local_replay(&self, record: &Record, fingerprints: &[Fingerprint]) -> Option<ClaimOutcome> {
+        let outcome = idem_core::apply::replay(record, fingerprints)?;
+        let horizon = self.ctx.backend.now().plus(REPLAY_MARGIN);
+        let retained = record.expires_at.is_none_or(|at| at > horizon);
+        retained.then_some(outcome)
     }
 
     async fn claim_fingerprints(
@@ -175,13 +201,22 @@ impl IdempotencyService {
     }
 
     async fn handle_get(&self, target: Lookup) -> Result<pb::GetResponse, ApiError> {
-        self.ctx.backend.read_barrier().await?;
+        self.barrier(&target).await?;
         let record = self.lookup(&target)?;
         let outcome = ClaimKind::preview(&record, self.ctx.backend.now());
         Ok(pb::GetResponse {
             record: Some(convert::record_to_proto(&record)),
             outcome: convert::claim_kind_to_proto(outcome).into(),
         })
+    }
+
+    /// A linearizable barrier on the group(s) that may hold `target`: the tenant's group
+    /// for a key, every group for an operation id.
+    async fn barrier(&self, target: &Lookup) -> Result<(), ApiError> {
+        match target {
+            Lookup::Key(key) => self.ctx.backend.read_barrier_for(key.scope.tenant()).await,
+            Lookup::Operation(_) => self.ctx.backend.read_barrier().await,
+        }
     }
 
     fn lookup(&self, target: &Lookup) -> Result<Record, ApiError> {
@@ -229,9 +264,10 @@ impl IdempotencyService {
         deadline: Instant,
     ) -> Result<pb::WaitResponse, ApiError> {
         let backend = &self.ctx.backend;
-        // Subscribe before the barrier so no change between the two is missed.
-        let mut applied = backend.applied();
-        backend.read_barrier().await?;
+        self.barrier(&target).await?;
+        let tenant = self.lookup(&target)?.key.scope.tenant().to_owned();
+        // Subscribed before every read below, so no change is missed.
+        let mut applied = backend.applied_for(&tenant);
         loop {
             applied.borrow_and_update();
             let record = self.lookup(&target)?;
@@ -243,7 +279,7 @@ impl IdempotencyService {
                 terminal: record.state.is_terminal(),
                 outcome: convert::claim_kind_to_proto(outcome).into(),
             };
-            if settled || Instant::now() >= deadline || !backend.raft_status().is_leader() {
+            if settled || Instant::now() >= deadline || !backend.leads_for(&tenant) {
                 return Ok(response);
             }
             // The preview changes when the lease runs out even if nothing is applied.

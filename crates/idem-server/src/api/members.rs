@@ -6,7 +6,10 @@ use std::net::SocketAddr;
 
 use idem_proto::v1 as pb;
 
-use crate::api::{ApiContext, ApiError, MemberInfo, MembershipChange, MembershipView};
+use crate::api::{
+    ApiContext, ApiError, MemberInfo, MembershipChange, MembershipView, PlacementAnswer,
+    PlacementCall,
+};
 
 /// `ListMembers`.
 pub(crate) async fn list(ctx: &ApiContext) -> Result<pb::ListMembersResponse, ApiError> {
@@ -71,7 +74,22 @@ pub(crate) async fn transfer(
     req: pb::TransferLeaderRequest,
 ) -> Result<pb::TransferLeaderResponse, ApiError> {
     let to = member_id(req.to)?;
-    tracing::info!(to, "transferring leadership");
+    tracing::info!(to, group = req.group, "transferring leadership");
+    if req.group != idem_core::placement::GLOBAL_GROUP {
+        let call = PlacementCall::TransferLeader {
+            group: req.group,
+            to,
+        };
+        return match ctx.backend.placement(call).await? {
+            PlacementAnswer::Group(group) => Ok(pb::TransferLeaderResponse {
+                leader_id: group.leader_id.unwrap_or(0),
+                term: group.term,
+            }),
+            PlacementAnswer::Config(_) => Err(ApiError::Internal(
+                "transfer: unexpected placement answer".into(),
+            )),
+        };
+    }
     let view = ctx
         .backend
         .membership(MembershipChange::TransferLeader(to))

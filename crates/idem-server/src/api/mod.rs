@@ -15,6 +15,8 @@ mod idempotency;
 mod limit;
 mod members;
 mod membership;
+mod placement;
+mod regions;
 #[cfg(test)]
 mod service_tests;
 #[cfg(test)]
@@ -34,6 +36,7 @@ pub use error::ApiError;
 pub use idempotency::{claim_response, IdempotencyService};
 pub use limit::request_too_large_layer;
 pub use membership::{MemberView, MembershipChange, MembershipView};
+pub use placement::{GroupView, PlacementAnswer, PlacementCall};
 
 use crate::api::convert::BodyLimits;
 use crate::metrics::Metrics;

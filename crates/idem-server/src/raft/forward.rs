@@ -218,6 +218,7 @@ mod tests {
         let failure = forwarder
             .call(
                 ForwardKind::Propose,
+                0,
                 "127.0.0.1:1",
                 Vec::new(),
                 Duration::from_millis(200),

@@ -15,36 +15,42 @@ use rpb::forward_server::{Forward, ForwardServer};
 use tonic::{Request, Response, Status};
 
 use crate::api::{ApiError, MembershipChange};
+use crate::groups::GroupSet;
 use crate::raft::forward::to_wire;
 use crate::raft::RaftBackend;
 
-/// Serves forwarded requests against this node's [`RaftBackend`].
+/// Serves forwarded requests against the [`RaftBackend`] of the group they name.
 pub struct ForwardService {
-    backend: Arc<RaftBackend>,
+    groups: GroupSet,
 }
 
 impl ForwardService {
-    /// The tonic service over `backend`.
-    pub fn server(backend: Arc<RaftBackend>) -> ForwardServer<ForwardService> {
-        ForwardServer::new(ForwardService { backend })
+    /// The tonic service over this node's groups.
+    pub fn server(groups: GroupSet) -> ForwardServer<ForwardService> {
+        ForwardServer::new(ForwardService { groups })
             .max_decoding_message_size(64 << 20)
             .max_encoding_message_size(64 << 20)
     }
-}
 
-/// Checks the group and decodes the payload.
-fn open<T: serde::de::DeserializeOwned>(
-    request: Request<rpb::ForwardRequest>,
-) -> Result<T, Status> {
-    let request = request.into_inner();
-    if request.group != idem_raft::GLOBAL_GROUP {
-        return Err(Status::not_found(format!(
-            "group {} is not served here",
-            request.group
-        )));
+    /// The backend of the request's group.
+    fn backend(&self, request: &rpb::ForwardRequest) -> Result<Arc<RaftBackend>, Status> {
+        self.groups
+            .get(request.group)
+            .map(|group| Arc::clone(group.backend()))
+            .ok_or_else(|| Status::not_found(format!("group {} is not served here", request.group)))
     }
-    bincode::deserialize(&request.payload)
-        .map_err(|e| Status::invalid_argument(format!("undecodable payload: {e}")))
+
+    /// The group's backend and the decoded payload.
+    fn open<T: serde::de::DeserializeOwned>(
+        &self,
+        request: Request<rpb::ForwardRequest>,
+    ) -> Result<(Arc<RaftBackend>, T), Status> {
+        let request = request.into_inner();
+        let backend = self.backend(&request)?;
+        let payload = bincode::deserialize(&request.payload)
+            .map_err(|e| Status::invalid_argument(format!("undecodable payload: {e}")))?;
+        Ok((backend, payload))
+    }
 }
 
 fn encode<T: serde::Serialize>(value: &T) -> Result<Reply, ApiError> {
@@ -66,8 +72,8 @@ impl Forward for ForwardService {
         &self,
         request: Request<rpb::ForwardRequest>,
     ) -> Result<Response<rpb::ForwardReply>, Status> {
-        let command: Command = open(request)?;
-        let outcome = self.backend.propose_here(command).await;
+        let (backend, command): (_, Command) = self.open(request)?;
+        let outcome = backend.propose_here(command).await;
         Ok(reply(outcome.and_then(|o| encode(&o))))
     }
 
@@ -75,10 +81,8 @@ impl Forward for ForwardService {
         &self,
         request: Request<rpb::ForwardRequest>,
     ) -> Result<Response<rpb::ForwardReply>, Status> {
-        if request.get_ref().group != idem_raft::GLOBAL_GROUP {
-            return Err(Status::not_found("group is not served here"));
-        }
-        let index = self.backend.read_index_here().await;
+        let backend = self.backend(request.get_ref())?;
+        let index = backend.read_index_here().await;
         Ok(reply(index.map(Reply::Index)))
     }
 
@@ -86,8 +90,8 @@ impl Forward for ForwardService {
         &self,
         request: Request<rpb::ForwardRequest>,
     ) -> Result<Response<rpb::ForwardReply>, Status> {
-        let change: MembershipChange = open(request)?;
-        let view = self.backend.membership_here(change).await;
+        let (backend, change): (_, MembershipChange) = self.open(request)?;
+        let view = backend.membership_here(change).await;
         Ok(reply(view.and_then(|v| encode(&v))))
     }
 }

@@ -388,8 +388,8 @@ impl RaftBackend {
         deadline: Instant,
     ) -> Result<Outcome, ApiError> {
         self.ensure_leader()?;
-        if let Command::Claim(_) = &command {
-            self.guard_failover(deadline).await?;
+        if command.tenant().is_some() {
+            self.guard(&command, deadline).await?;
         }
         let name = command.name();
         self.failpoints.check(name, Phase::BeforeCommit);
@@ -434,10 +434,11 @@ impl RaftBackend {
         }
     }
 
-    /// Before a claim in a region group: refuses while the group's `Init` is not applied,
-    /// and makes sure a leader outside the home region has logged the failover, so apply
-    /// (which decides from the log) refuses HIGH-risk claims from the first one on.
-    async fn guard_failover(&self, deadline: Instant) -> Result<(), ApiError> {
+    /// Before a record command in a region group: refuses while the group's `Init` is not
+    /// applied (until then apply cannot tell it from the global group), and before a claim
+    /// makes sure a leader outside the home region has logged the failover, so apply (which
+    /// decides from the log) refuses HIGH-risk claims from the first one on.
+    async fn guard(&self, command: &Command, deadline: Instant) -> Result<(), ApiError> {
         if self.group == idem_raft::GLOBAL_GROUP {
             return Ok(());
         }
@@ -445,7 +446,8 @@ impl RaftBackend {
         let Some(group) = placement.group else {
             return Err(ApiError::Rejected(idem_core::Rejection::WrongGroup));
         };
-        if group.home == self.region || group.failover.is_some() {
+        let claim = matches!(command, Command::Claim(_));
+        if !claim || group.home == self.region || group.failover.is_some() {
             return Ok(());
         }
         let enter = Command::Group(GroupChange::EnterFailover {

@@ -1,0 +1,260 @@
+//! Placement and membership calls that span groups, run by the [`Router`].
+//!
+//! **Binding a tenant** is three single-group steps, always in this order, each
+//! idempotent so a failed call can simply be repeated:
+//!
+//! 1. if the tenant has another home: `Release` it in that region group — refused with
+//!    `TENANT_HOME_IMMUTABLE` once it has records there; afterwards that group refuses
+//!    the tenant;
+//! 2. `Bind` it in the global group — refused once it has records in the global group;
+//!    afterwards the global group refuses the tenant;
+//! 3. `Admit` it in the new home's group; afterwards that group decides its keys.
+//!
+//! Between the steps no group accepts the tenant (claims get `WRONG_GROUP` and are routed
+//! again until the deadline), so a key is never decided in two logs. Unbinding is steps
+//! 1 and 2 with `Unbind`.
+//!
+//! **Membership changes** apply to the global group first, then to every region group,
+//! so every group keeps the same voters.
+
+use idem_core::placement::{ClusterChange, GroupChange, GroupId, GLOBAL_GROUP};
+use idem_core::{Command, Outcome, Placement, Rejection};
+use idem_proto::reason;
+use openraft::async_runtime::WatchReceiver;
+use tokio::time::Instant;
+
+use super::group::Group;
+use super::router::Router;
+use crate::api::{
+    ApiError, GroupView, MembershipChange, MembershipView, PlacementAnswer, PlacementCall,
+};
+use crate::raft::RaftBackend;
+
+/// Runs a placement call.
+pub(super) async fn run(router: &Router, call: PlacementCall) -> Result<PlacementAnswer, ApiError> {
+    match call {
+        PlacementCall::Config => {
+            router.global().read_barrier().await?;
+            Ok(PlacementAnswer::Config(router.config()))
+        }
+        PlacementCall::Change(ClusterChange::Bind { tenant, region }) => {
+            bind(router, tenant, region).await
+        }
+        PlacementCall::Change(ClusterChange::Unbind { tenant }) => unbind(router, tenant).await,
+        PlacementCall::Change(change) => {
+            let placement = propose(&router.global(), Command::Cluster(change)).await?;
+            Ok(PlacementAnswer::Config(placement.cluster))
+        }
+        PlacementCall::ConfirmFailover {
+            group,
+            new_home,
+            reason,
+            admin,
+        } => confirm(router, group, new_home, reason, admin).await,
+        PlacementCall::TransferLeader { group, to } => {
+            let backend = region_group(router, group)?;
+            backend
+                .membership_call(MembershipChange::TransferLeader(to))
+                .await?;
+            let group = router
+                .group_set()
+                .get(group)
+                .ok_or_else(|| no_group(group))?;
+            Ok(PlacementAnswer::Group(view(&group)))
+        }
+    }
+}
+
+/// Membership calls: reads and transfers on the global group, changes on every group.
+pub(super) async fn membership(
+    router: &Router,
+    change: MembershipChange,
+) -> Result<MembershipView, ApiError> {
+    let global = router.global();
+    let view = global.membership_call(change.clone()).await?;
+    if matches!(
+        change,
+        MembershipChange::List | MembershipChange::TransferLeader(_)
+    ) {
+        return Ok(view);
+    }
+    for group in router.group_set().all() {
+        if group.id() != GLOBAL_GROUP {
+            group.backend().membership_call(change.clone()).await?;
+        }
+    }
+    Ok(view)
+}
+
+/// This node's view of a group.
+pub(super) fn view(group: &Group) -> GroupView {
+    let metrics = group.raft().metrics().borrow_watched().clone();
+    let membership = metrics.membership_config.membership();
+    let leader_region = metrics
+        .current_leader
+        .and_then(|id| membership.get_node(&id))
+        .map(|n| n.region.clone())
+        .unwrap_or_default();
+    let state = group.placement().group;
+    let home = state.as_ref().map(|s| s.home.clone()).unwrap_or_default();
+    GroupView {
+        group: group.id(),
+        region: state.as_ref().map(|s| s.region.clone()).unwrap_or_default(),
+        leader_id: metrics.current_leader,
+        leader_home: state.is_none() || (!leader_region.is_empty() && leader_region == home),
+        leader_region,
+        home,
+        term: metrics.current_term,
+        commit_index: metrics
+            .cluster_committed
+            .as_ref()
+            .map_or(0, |id| id.index()),
+        applied_index: metrics.last_applied.as_ref().map_or(0, |id| id.index()),
+        epoch: state.as_ref().map_or(0, |s| s.epoch),
+        failover: state.as_ref().and_then(|s| s.failover.clone()),
+        tenants: state
+            .map(|s| s.admitted.into_iter().collect())
+            .unwrap_or_default(),
+    }
+}
+
+async fn bind(
+    router: &Router,
+    tenant: String,
+    region: String,
+) -> Result<PlacementAnswer, ApiError> {
+    let global = router.global();
+    global.read_barrier().await?;
+    let config = router.config();
+    let Some(&target) = config.regions.get(&region) else {
+        return Err(Rejection::UnknownRegion { region }.into());
+    };
+    if let Some(old) = config.homes.get(&tenant).filter(|old| **old != region) {
+        let old_group = config.regions.get(old).copied().unwrap_or(GLOBAL_GROUP);
+        release(router, old_group, &tenant).await?;
+    }
+    let bind = ClusterChange::Bind {
+        tenant: tenant.clone(),
+        region: region.clone(),
+    };
+    let placement = propose(&global, Command::Cluster(bind)).await?;
+    admit(router, target, &tenant).await?;
+    tracing::info!(%tenant, %region, "tenant bound to its home region");
+    Ok(PlacementAnswer::Config(placement.cluster))
+}
+
+async fn unbind(router: &Router, tenant: String) -> Result<PlacementAnswer, ApiError> {
+    let global = router.global();
+    global.read_barrier().await?;
+    let config = router.config();
+    let Some(old) = config.homes.get(&tenant) else {
+        return Ok(PlacementAnswer::Config(config));
+    };
+    let old_group = config.regions.get(old).copied().unwrap_or(GLOBAL_GROUP);
+    release(router, old_group, &tenant).await?;
+    let unbind = ClusterChange::Unbind {
+        tenant: tenant.clone(),
+    };
+    let placement = propose(&global, Command::Cluster(unbind)).await?;
+    tracing::info!(%tenant, "tenant given back to the global group");
+    Ok(PlacementAnswer::Config(placement.cluster))
+}
+
+async fn release(router: &Router, group: GroupId, tenant: &str) -> Result<(), ApiError> {
+    let release = GroupChange::Release {
+        tenant: tenant.to_owned(),
+    };
+    propose(&*router.backend_of(group)?, Command::Group(release))
+        .await
+        .map(drop)
+}
+
+/// Admits the tenant in its new group, waiting (bounded) for this node to run the group
+/// and for the group to be marked as its region's (`Init`).
+async fn admit(router: &Router, group: GroupId, tenant: &str) -> Result<(), ApiError> {
+    let deadline = Instant::now() + router.write_timeout();
+    loop {
+        let admit = Command::Group(GroupChange::Admit {
+            tenant: tenant.to_owned(),
+        });
+        let result = match router.backend_of(group) {
+            Ok(backend) => propose(&backend, admit).await.map(drop),
+            Err(error) => Err(error),
+        };
+        let not_ready = matches!(
+            &result,
+            Err(ApiError::Rejected(
+                Rejection::WrongGroup | Rejection::PlacementConflict { .. }
+            ))
+        );
+        if !not_ready || Instant::now() >= deadline {
+            return result;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+async fn confirm(
+    router: &Router,
+    group: GroupId,
+    new_home: String,
+    reason: String,
+    admin: String,
+) -> Result<PlacementAnswer, ApiError> {
+    let backend = region_group(router, group)?;
+    let metrics = backend.raft().metrics().borrow_watched().clone();
+    let membership = metrics.membership_config.membership();
+    let has_voter = membership.voter_ids().any(|id| {
+        membership
+            .get_node(&id)
+            .is_some_and(|n| n.region == new_home)
+    });
+    if !has_voter {
+        return Err(Rejection::PlacementConflict {
+            message: format!("group {group} has no voter in region {new_home}"),
+        }
+        .into());
+    }
+    let change = GroupChange::ConfirmHome {
+        new_home: new_home.clone(),
+        reason,
+        admin: admin.clone(),
+    };
+    propose(&backend, Command::Group(change)).await?;
+    tracing::warn!(group, %new_home, %admin, "new home region confirmed by an operator: failover ended");
+    let group = router
+        .group_set()
+        .get(group)
+        .ok_or_else(|| no_group(group))?;
+    Ok(PlacementAnswer::Group(view(&group)))
+}
+
+/// The backend of a region group, `NOT_FOUND` for the global group or an unknown one.
+fn region_group(router: &Router, group: GroupId) -> Result<std::sync::Arc<RaftBackend>, ApiError> {
+    if group == GLOBAL_GROUP {
+        return Err(ApiError::refused(
+            reason::NOT_FOUND,
+            "group 0 is the global group, it has no home region",
+        ));
+    }
+    router
+        .group_set()
+        .get(group)
+        .map(|g| std::sync::Arc::clone(g.backend()))
+        .ok_or_else(|| no_group(group))
+}
+
+fn no_group(group: GroupId) -> ApiError {
+    ApiError::refused(reason::NOT_FOUND, format!("no group {group} on this node"))
+}
+
+/// Proposes a placement command and returns the placement after it.
+async fn propose(backend: &RaftBackend, command: Command) -> Result<Placement, ApiError> {
+    match backend.propose(command).await? {
+        Outcome::Placement(placement) => Ok(placement),
+        Outcome::Rejected(rejection) => Err(rejection.into()),
+        other => Err(ApiError::Internal(format!(
+            "placement: unexpected outcome {other:?}"
+        ))),
+    }
+}

@@ -1,0 +1,274 @@
+//! The node's [`Backend`]: sends each request to the group that decides its tenant.
+//!
+//! With one group (global mode, no regions) every call goes to the global group's
+//! [`RaftBackend`], exactly as before regions existed. With region groups:
+//!
+//! - **Writes** go to the group the locally applied configuration names for the
+//!   command's tenant. The configuration may be stale on this node; the group then
+//!   refuses the command with `WRONG_GROUP` before changing anything, and the router
+//!   refreshes the configuration (a read barrier on the global group) and routes again.
+//! - **Reads of a key** barrier the tenant's group, then check that this group still
+//!   admits the tenant (fresh after the barrier); if not, the configuration is refreshed
+//!   and the read routed again. Records never move between groups, so reading the group
+//!   that admits the tenant is reading the only place its records can be.
+//! - **Reads by operation id or scans** barrier and read every group (operation ids are
+//!   unique across groups; scans merge in key order).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::{join_all, BoxFuture};
+use idem_core::placement::{ClusterConfig, GroupId, GLOBAL_GROUP};
+use idem_core::{Command, OperationId, Outcome, Record, RecordKey, Rejection, Timestamp};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::configure;
+use super::group::Group;
+use super::set::GroupSet;
+use crate::api::{
+    ApiError, Backend, GroupView, MembershipChange, MembershipView, PlacementAnswer, PlacementCall,
+    RaftStatus,
+};
+use crate::raft::RaftBackend;
+
+/// Pause before routing again after a stale configuration.
+const REROUTE_PAUSE: Duration = Duration::from_millis(20);
+
+/// Routes API calls to groups.
+pub struct Router {
+    groups: GroupSet,
+    node_id: u64,
+    region: String,
+    write_timeout: Duration,
+    read_timeout: Duration,
+}
+
+impl Router {
+    /// A router over this node's groups.
+    pub fn new(
+        groups: GroupSet,
+        node_id: u64,
+        region: String,
+        write_timeout: Duration,
+        read_timeout: Duration,
+    ) -> Self {
+        Router {
+            groups,
+            node_id,
+            region,
+            write_timeout,
+            read_timeout,
+        }
+    }
+
+    /// The groups.
+    pub fn group_set(&self) -> &GroupSet {
+        &self.groups
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> u64 {
+        self.node_id
+    }
+
+    /// This node's region.
+    pub fn region(&self) -> &str {
+        &self.region
+    }
+
+    /// The bound of one write.
+    pub fn write_timeout(&self) -> Duration {
+        self.write_timeout
+    }
+
+    /// The global group's backend.
+    pub fn global(&self) -> Arc<RaftBackend> {
+        Arc::clone(self.groups.global().backend())
+    }
+
+    /// The configuration as applied here.
+    pub fn config(&self) -> ClusterConfig {
+        self.groups.global().placement().cluster
+    }
+
+    /// The backend of `group`, or `WRONG_GROUP` while this node has not started it yet.
+    pub fn backend_of(&self, group: GroupId) -> Result<Arc<RaftBackend>, ApiError> {
+        self.groups
+            .get(group)
+            .map(|g| Arc::clone(g.backend()))
+            .ok_or(ApiError::Rejected(Rejection::WrongGroup))
+    }
+
+    /// The group a command goes to, by the configuration applied here.
+    fn group_of(&self, command: &Command) -> GroupId {
+        if let Some(tenant) = command.tenant() {
+            return self.config().group_of(tenant);
+        }
+        match command {
+            Command::Reconcile(reconcile) => self
+                .group_holding(&reconcile.operation_id)
+                .unwrap_or(GLOBAL_GROUP),
+            _ => GLOBAL_GROUP,
+        }
+    }
+
+    /// The group whose applied state holds the operation.
+    fn group_holding(&self, id: &OperationId) -> Option<GroupId> {
+        self.groups.all().into_iter().find_map(|group| {
+            let found = group.backend().reader().operation(id).ok().flatten();
+            found.map(|_| group.id())
+        })
+    }
+
+    /// Proposes to the tenant's group; routes again after `WRONG_GROUP`.
+    async fn propose_routed(&self, command: Command) -> Result<Outcome, ApiError> {
+        let deadline = Instant::now() + self.write_timeout;
+        loop {
+            let result = match self.backend_of(self.group_of(&command)) {
+                Ok(backend) => backend.propose(command.clone()).await,
+                Err(error) => Err(error),
+            };
+            if !is_wrong_group(&result) || Instant::now() + REROUTE_PAUSE >= deadline {
+                return result;
+            }
+            self.refresh().await?;
+        }
+    }
+
+    /// Brings this node's configuration up to date (read barrier on the global group).
+    async fn refresh(&self) -> Result<(), ApiError> {
+        tokio::time::sleep(REROUTE_PAUSE).await;
+        self.global().read_barrier().await
+    }
+
+    /// Barriers the tenant's group and checks it admits the tenant; returns that group.
+    async fn barrier_tenant(&self, tenant: &str) -> Result<Arc<Group>, ApiError> {
+        let deadline = Instant::now() + self.read_timeout;
+        loop {
+            let id = self.config().group_of(tenant);
+            if let Some(group) = self.groups.get(id) {
+                group.backend().read_barrier().await?;
+                if group.placement().admits(tenant) {
+                    return Ok(group);
+                }
+            }
+            if Instant::now() + REROUTE_PAUSE >= deadline {
+                return Err(ApiError::Rejected(Rejection::WrongGroup));
+            }
+            self.refresh().await?;
+        }
+    }
+
+    /// The group the applied configuration names for `tenant` (the global group if this
+    /// node has not started it yet).
+    fn tenant_group(&self, tenant: &str) -> Arc<Group> {
+        self.groups
+            .get(self.config().group_of(tenant))
+            .unwrap_or_else(|| self.groups.global())
+    }
+}
+
+fn is_wrong_group(result: &Result<Outcome, ApiError>) -> bool {
+    matches!(
+        result,
+        Ok(Outcome::Rejected(Rejection::WrongGroup))
+            | Err(ApiError::Rejected(Rejection::WrongGroup))
+    )
+}
+
+impl Backend for Router {
+    fn propose(&self, command: Command) -> BoxFuture<'_, Result<Outcome, ApiError>> {
+        Box::pin(self.propose_routed(command))
+    }
+
+    fn read_barrier(&self) -> BoxFuture<'_, Result<(), ApiError>> {
+        Box::pin(async {
+            let groups = self.groups.all();
+            let barriers = groups.iter().map(|g| g.backend().read_barrier());
+            join_all(barriers).await.into_iter().collect()
+        })
+    }
+
+    fn read_barrier_for<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move { self.barrier_tenant(tenant).await.map(drop) })
+    }
+
+    fn record(&self, key: &RecordKey) -> Result<Option<Record>, ApiError> {
+        self.tenant_group(key.scope.tenant()).backend().record(key)
+    }
+
+    fn operation(&self, id: &OperationId) -> Result<Option<Record>, ApiError> {
+        for group in self.groups.all() {
+            if let Some(record) = group.backend().operation(id)? {
+                return Ok(Some(record));
+            }
+        }
+        Ok(None)
+    }
+
+    fn scan(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<Record>, ApiError> {
+        let mut merged = Vec::new();
+        for group in self.groups.all() {
+            merged.extend(group.backend().scan(prefix, after, limit)?);
+        }
+        merged.sort_by_cached_key(|r| r.key.encode());
+        merged.truncate(limit);
+        Ok(merged)
+    }
+
+    fn due(&self, now: Timestamp, limit: usize) -> Result<usize, ApiError> {
+        self.global().due(now, limit)
+    }
+
+    fn now(&self) -> Timestamp {
+        self.global().now()
+    }
+
+    fn applied(&self) -> watch::Receiver<u64> {
+        self.global().applied()
+    }
+
+    fn applied_for(&self, tenant: &str) -> watch::Receiver<u64> {
+        self.tenant_group(tenant).backend().applied()
+    }
+
+    fn leads_for(&self, tenant: &str) -> bool {
+        self.tenant_group(tenant)
+            .backend()
+            .raft_status()
+            .is_leader()
+    }
+
+    fn raft_status(&self) -> RaftStatus {
+        self.global().raft_status()
+    }
+
+    fn groups(&self) -> Vec<GroupView> {
+        self.groups
+            .all()
+            .iter()
+            .map(|g| configure::view(g))
+            .collect()
+    }
+
+    fn cluster_config(&self) -> ClusterConfig {
+        self.config()
+    }
+
+    fn placement(&self, call: PlacementCall) -> BoxFuture<'_, Result<PlacementAnswer, ApiError>> {
+        Box::pin(configure::run(self, call))
+    }
+
+    fn membership(
+        &self,
+        change: MembershipChange,
+    ) -> BoxFuture<'_, Result<MembershipView, ApiError>> {
+        Box::pin(configure::membership(self, change))
+    }
+}
