@@ -63,6 +63,7 @@ pub fn client_options() -> ClientOptions {
             max_backoff: Duration::from_millis(500),
             total_budget: Duration::from_secs(6),
         },
+        region: None,
     }
 }
 
