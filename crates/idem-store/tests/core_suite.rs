@@ -1,7 +1,9 @@
 //! The core's semantic suite against the RocksDB-backed `StateStore`.
 
 use idem_core::store::{ExpiryKey, Meta, WriteSet};
-use idem_core::{AuditEntry, OperationId, Record, RecordKey, StateStore, StoreError, Timestamp};
+use idem_core::{
+    AuditEntry, OperationId, Placement, Record, RecordKey, StateStore, StoreError, Timestamp,
+};
 use idem_store::RocksState;
 use tempfile::TempDir;
 
@@ -48,6 +50,10 @@ impl StateStore for TempState {
 
     fn meta(&self) -> Result<Meta, StoreError> {
         self.state.meta()
+    }
+
+    fn placement(&self) -> Result<Placement, StoreError> {
+        self.state.placement()
     }
 
     fn commit(&mut self, writes: WriteSet) -> Result<(), StoreError> {
