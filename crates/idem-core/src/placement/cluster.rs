@@ -79,16 +79,16 @@ impl ClusterConfig {
     }
 }
 
-/// Validates a region name: 1 to 64 of `a-z 0-9 - _ .` (node configurations use the same
-/// rule).
+/// Validates a region name: 1 to 64 of `A-Z a-z 0-9 . _ -`, the rule of a node's
+/// `region` setting, so every node region can be defined as a region.
 pub fn validate_region(name: &str) -> Result<(), ValidationError> {
     check_text(
         Field::Region,
         name,
         1,
         MAX_REGION,
-        |b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b),
-        "a-z 0-9 - _ .",
+        |b| b.is_ascii_alphanumeric() || b"._-".contains(&b),
+        "A-Z a-z 0-9 . _ -",
     )
 }
 
@@ -109,12 +109,11 @@ mod tests {
 
     #[test]
     fn region_names() {
-        for good in ["eu-west", "us_east.1", "r", &"r".repeat(MAX_REGION)] {
+        for good in ["eu-west", "us_east.1", "EU-West", "r", &"r".repeat(MAX_REGION)] {
             assert!(validate_region(good).is_ok(), "{good:?}");
         }
         for bad in [
             "",
-            "EU",
             "eu west",
             "eu/west",
             "é",
