@@ -273,7 +273,7 @@ fn at_most_max_regions() {
 fn region_names_are_validated() {
     let mut h = H::new(MemoryStore::new());
     let long = "r".repeat(65);
-    for bad in ["", "EU-West", "eu west", "eu/west", long.as_str()] {
+    for bad in ["", "eu west", "eu/west", "eu:west", "é", long.as_str()] {
         let outcome = apply_writes_nothing(&mut h, Command::Cluster(add_region(bad)));
         let refusal = rejected(outcome, "INVALID_ARGUMENT");
         assert!(
@@ -284,6 +284,9 @@ fn region_names_are_validated() {
     let outcome = apply_writes_nothing(&mut h, Command::Cluster(bind("bad tenant", "r1")));
     rejected(outcome, "INVALID_SCOPE");
     assert_eq!(placement(&h), Placement::default());
+    // Node region names (the same rule) are accepted as they are.
+    let p = placed(cluster(&mut h, add_region("EU-West.1")));
+    assert_eq!(p.cluster.regions.get("EU-West.1"), Some(&1));
 }
 
 #[test]

@@ -356,7 +356,7 @@ pub enum ModeArg {
 pub enum RegionCommand {
     /// Define a region: it gets the next group id and a Raft group homed there.
     #[command(
-        long_about = "Define a region (1-64 of a-z 0-9 - _ ., as in the nodes' `region` \
+        long_about = "Define a region (1-64 of A-Z a-z 0-9 . _ -, as in the nodes' `region` \
                       setting). It gets the next group id and a Raft group replicated on \
                       every node, whose leader is kept in that region whenever a healthy, \
                       caught-up voter exists there. Defining an existing region is a no-op; \

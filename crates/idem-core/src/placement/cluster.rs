@@ -109,16 +109,16 @@ mod tests {
 
     #[test]
     fn region_names() {
-        for good in ["eu-west", "us_east.1", "EU-West", "r", &"r".repeat(MAX_REGION)] {
+        for good in [
+            "eu-west",
+            "us_east.1",
+            "EU-West",
+            "r",
+            &"r".repeat(MAX_REGION),
+        ] {
             assert!(validate_region(good).is_ok(), "{good:?}");
         }
-        for bad in [
-            "",
-            "eu west",
-            "eu/west",
-            "é",
-            &"r".repeat(MAX_REGION + 1),
-        ] {
+        for bad in ["", "eu west", "eu/west", "é", &"r".repeat(MAX_REGION + 1)] {
             let error = validate_region(bad).unwrap_err();
             assert_eq!(error.field(), Field::Region, "{bad:?}");
             assert_eq!(error.reason(), "INVALID_ARGUMENT");
