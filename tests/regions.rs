@@ -197,6 +197,17 @@ async fn a_home_is_immutable_once_the_tenant_has_records() {
         idem_proto::status::reason_of(&unknown).as_deref(),
         Some("UNKNOWN_REGION")
     );
+    // A region nobody runs in: its group could never lead from home.
+    let mut admin = admin_of(&cluster, 1).await;
+    admin
+        .add_region(pb::AddRegionRequest { name: "r9".into() })
+        .await
+        .expect("add region");
+    let empty = bind(&mut cluster, "fresh", "r9").await.expect_err("refuse");
+    assert_eq!(
+        idem_proto::status::reason_of(&empty).as_deref(),
+        Some("PLACEMENT_CONFLICT")
+    );
     // A tenant without records may move.
     bind(&mut cluster, "fresh", "r2").await.expect("bind");
     bind(&mut cluster, "fresh", "r3").await.expect("move");

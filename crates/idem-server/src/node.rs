@@ -427,10 +427,7 @@ impl RaftPort {
         let server = idem_raft::server_builder(&idem_raft::NetworkOptions::default())
             .add_service(idem_raft::RaftService::server(groups.registry().clone()))
             .add_service(ForwardService::server(groups.clone()))
-            .serve_with_incoming_shutdown(
-                TcpIncoming::from(listener),
-                stop.clone().cancelled_owned(),
-            );
+            .serve_with_incoming_shutdown(incoming(listener), stop.clone().cancelled_owned());
         RaftPort {
             groups,
             stop,
@@ -449,6 +446,13 @@ impl RaftPort {
             Err(_elapsed) => tracing::warn!("raft port did not stop within 5s"),
         }
     }
+}
+
+/// Accepted connections with `TCP_NODELAY`: a server built with
+/// `serve_with_incoming*` does not apply the builder's setting, and Nagle's algorithm
+/// holds small replies (a claim's answer, an append acknowledgement) for up to ~40 ms.
+fn incoming(listener: TcpListener) -> TcpIncoming {
+    TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
 async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, NodeError> {
@@ -501,7 +505,7 @@ fn spawn_grpc(
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown.cancelled_owned());
+        .serve_with_incoming_shutdown(incoming(listener), shutdown.cancelled_owned());
     Ok((tokio::spawn(server), reporter))
 }
 

@@ -47,7 +47,9 @@ pub(crate) fn group<S: StateStore + ?Sized>(
 ) -> Result<Outcome, StoreError> {
     let mut placement = state.placement()?;
     if let GroupChange::Init { region } = change {
-        let changed = init(&mut placement, region);
+        // A group holding records is the global group, whatever its configuration says.
+        let has_records = !state.scan(&[], None, 1)?.is_empty();
+        let changed = init(&mut placement, region, has_records);
         return Ok(finish(ctx, placement, changed, |_| {}));
     }
     let Some(group) = placement.group.as_mut() else {
@@ -177,13 +179,13 @@ fn bind(
     Ok(Ok(true))
 }
 
-fn init(placement: &mut Placement, region: &str) -> Changed {
+fn init(placement: &mut Placement, region: &str, has_records: bool) -> Changed {
     match &placement.group {
         Some(group) if group.region == region => Ok(false),
         Some(group) => Err(Rejection::PlacementConflict {
             message: format!("this is the group of region {}", group.region),
         }),
-        None if placement.cluster.version > 0 => Err(Rejection::PlacementConflict {
+        None if placement.cluster.version > 0 || has_records => Err(Rejection::PlacementConflict {
             message: "this is the global group".into(),
         }),
         None => {

@@ -129,6 +129,14 @@ async fn bind(
     let Some(&target) = config.regions.get(&region) else {
         return Err(Rejection::UnknownRegion { region }.into());
     };
+    if !has_voter_in(&global, &region) {
+        return Err(Rejection::PlacementConflict {
+            message: format!(
+                "no voter runs in region {region}: its group could never lead from home"
+            ),
+        }
+        .into());
+    }
     if let Some(old) = config.homes.get(&tenant).filter(|old| **old != region) {
         let old_group = config.regions.get(old).copied().unwrap_or(GLOBAL_GROUP);
         release(router, old_group, &tenant).await?;
@@ -227,6 +235,16 @@ async fn confirm(
         .get(group)
         .ok_or_else(|| no_group(group))?;
     Ok(PlacementAnswer::Group(view(&group)))
+}
+
+/// Whether a voter of the backend's group runs in `region`.
+fn has_voter_in(backend: &RaftBackend, region: &str) -> bool {
+    let metrics = backend.raft().metrics().borrow_watched().clone();
+    let membership = metrics.membership_config.membership();
+    let found = membership
+        .voter_ids()
+        .any(|id| membership.get_node(&id).is_some_and(|n| n.region == region));
+    found
 }
 
 /// The backend of a region group, `NOT_FOUND` for the global group or an unknown one.
