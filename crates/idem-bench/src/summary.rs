@@ -1,0 +1,233 @@
+//! `summarize`: idem and etcd side by side, the issue's targets, and the ratio line.
+//!
+//! The comparison script ends with this, so its last line is machine-readable:
+//! `ratio idem/etcd: claim_throughput=… p50=… p99=… retry_throughput=…` where throughputs
+//! and p99 are at the largest concurrency measured and p50 at a single client.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::aggregate::{aggregate, Point, PointKey};
+use crate::probe::Probe;
+use crate::results::Report;
+use crate::workload::Workload;
+
+/// The comparison of two backends' reports.
+pub struct Summary {
+    points: BTreeMap<PointKey, Point>,
+    probes: Vec<Probe>,
+}
+
+const IDEM: &str = "idem";
+const ETCD: &str = "etcd";
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        f64::NAN
+    }
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+impl Summary {
+    /// Aggregates `reports` (any number of repetitions of either backend) with the probes.
+    pub fn new(reports: &[Report], probes: Vec<Probe>) -> Summary {
+        Summary {
+            points: aggregate(reports),
+            probes,
+        }
+    }
+
+    fn point(&self, backend: &str, workload: Workload, clients: usize) -> Option<&Point> {
+        self.points.get(&(backend.to_owned(), workload, clients))
+    }
+
+    fn clients(&self, workload: Workload) -> Vec<usize> {
+        let mut c: Vec<usize> = self
+            .points
+            .keys()
+            .filter(|k| k.1 == workload)
+            .map(|k| k.2)
+            .collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    }
+
+    fn probe(&self, name: &str) -> Option<&Probe> {
+        self.probes.iter().find(|p| p.name == name)
+    }
+
+    /// The side-by-side table, the targets and, last, the ratio line.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{:<10} {:>7} {:>4} | {:>9} {:>9} {:>6} | {:>8} {:>8} {:>6} | {:>8} {:>8} {:>6} | {:>9} {:>9} | {:>8} {:>8}",
+            "workload", "clients", "reps", "idem op/s", "etcd op/s", "ratio", "idem p50", "etcd p50",
+            "ratio", "idem p99", "etcd p99", "ratio", "idem cpu", "etcd cpu", "idem rss", "etcd rss"
+        );
+        let workloads: Vec<Workload> = {
+            let mut w: Vec<Workload> = self.points.keys().map(|k| k.1).collect();
+            w.dedup();
+            w.sort();
+            w.dedup();
+            w
+        };
+        for &workload in &workloads {
+            for clients in self.clients(workload) {
+                let (i, e) = (
+                    self.point(IDEM, workload, clients),
+                    self.point(ETCD, workload, clients),
+                );
+                let f = |p: Option<&Point>, get: fn(&Point) -> f64| p.map_or(f64::NAN, get);
+                let reps = i.or(e).map_or(0, |p| p.reps);
+                let _ = writeln!(
+                    out,
+                    "{:<10} {:>7} {:>4} | {:>9.0} {:>9.0} {:>6.2} | {:>8.2} {:>8.2} {:>6.2} | {:>8.2} {:>8.2} {:>6.2} | {:>9.0} {:>9.0} | {:>8.0} {:>8.0}",
+                    workload.name(),
+                    clients,
+                    reps,
+                    f(i, |p| p.throughput),
+                    f(e, |p| p.throughput),
+                    ratio(f(i, |p| p.throughput), f(e, |p| p.throughput)),
+                    f(i, |p| p.p50_ms),
+                    f(e, |p| p.p50_ms),
+                    ratio(f(i, |p| p.p50_ms), f(e, |p| p.p50_ms)),
+                    f(i, |p| p.p99_ms),
+                    f(e, |p| p.p99_ms),
+                    ratio(f(i, |p| p.p99_ms), f(e, |p| p.p99_ms)),
+                    f(i, |p| p.cpu_us_per_op),
+                    f(e, |p| p.cpu_us_per_op),
+                    f(i, |p| p.rss_mib),
+                    f(e, |p| p.rss_mib),
+                );
+                let errors = i.map_or(0, |p| p.errors) + e.map_or(0, |p| p.errors);
+                if errors > 0 {
+                    let _ = writeln!(out, "  ({errors} failed calls in these runs)");
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            "(latency: claim of a new key / replay of a completed key / contended claim, ms; cpu: µs of node CPU per operation, all nodes; rss: largest node, MiB)"
+        );
+        for probe in &self.probes {
+            let _ = writeln!(out, "floor: {}", probe.line());
+        }
+        out.push_str(&self.targets());
+        let _ = writeln!(
+            out,
+            "(ratios: medians; throughputs and p99 at the largest concurrency, p50 at 1 client; < 1 means idem is lower)"
+        );
+        out.push_str(&self.ratio_line());
+        out.push('\n');
+        out
+    }
+
+    fn top(&self, workload: Workload) -> Option<usize> {
+        self.clients(workload).last().copied()
+    }
+
+    fn targets(&self) -> String {
+        let mut out = String::from("targets (issue #7):\n");
+        let claim_top = self.top(Workload::Claim);
+        if let Some(c) = claim_top {
+            if let (Some(i), Some(e)) = (
+                self.point(IDEM, Workload::Claim, c),
+                self.point(ETCD, Workload::Claim, c),
+            ) {
+                let r = ratio(i.throughput, e.throughput);
+                let _ = writeln!(
+                    out,
+                    "  claim throughput at {c} clients >= 10x etcd: {r:.2}x ({:.0} vs {:.0} ops/s): {}",
+                    i.throughput,
+                    e.throughput,
+                    verdict(r >= 10.0)
+                );
+                let r = ratio(i.p99_ms, e.p99_ms);
+                let _ = writeln!(
+                    out,
+                    "  claim p99 at {c} clients <= etcd/5: {:.2} vs {:.2} ms ({r:.2}x, needs <= 0.20x): {}",
+                    i.p99_ms,
+                    e.p99_ms,
+                    verdict(r <= 0.2)
+                );
+            }
+        }
+        if let (Some(i), Some(f), Some(t)) = (
+            self.point(IDEM, Workload::Claim, 1),
+            self.probe("fsync"),
+            self.probe("rtt"),
+        ) {
+            let floor = f.latency.p50_ms + t.latency.p50_ms;
+            let _ = writeln!(
+                out,
+                "  single-client claim p50 <= 2 x (fsync + RTT) = 2 x ({:.3} + {:.3}) = {:.3} ms: {:.3} ms ({:.1}x the floor): {}",
+                f.latency.p50_ms,
+                t.latency.p50_ms,
+                2.0 * floor,
+                i.p50_ms,
+                ratio(i.p50_ms, floor),
+                verdict(i.p50_ms <= 2.0 * floor)
+            );
+        }
+        if let Some(c) = self.top(Workload::Retry).filter(|c| Some(*c) == claim_top) {
+            if let (Some(r), Some(n)) = (
+                self.point(IDEM, Workload::Retry, c),
+                self.point(IDEM, Workload::Claim, c),
+            ) {
+                let x = ratio(r.throughput, n.throughput);
+                let _ = writeln!(
+                    out,
+                    "  idem retries of completed keys >= 5x new claims at {c} clients: {x:.2}x ({:.0} vs {:.0} ops/s): {}",
+                    r.throughput,
+                    n.throughput,
+                    verdict(x >= 5.0)
+                );
+            }
+        }
+        if let Some(c) = claim_top {
+            for backend in [IDEM, ETCD] {
+                if let Some(p) = self.point(backend, Workload::Claim, c) {
+                    let _ = writeln!(
+                        out,
+                        "  {backend} CPU per claim+complete at {c} clients: {:.0} µs over all nodes ({:.0} µs per node)",
+                        p.cpu_us_per_op,
+                        p.cpu_us_per_op / 3.0
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    fn ratio_line(&self) -> String {
+        let get = |w: Workload, c: Option<usize>, f: fn(&Point) -> f64| -> f64 {
+            c.and_then(|c| {
+                Some(ratio(
+                    f(self.point(IDEM, w, c)?),
+                    f(self.point(ETCD, w, c)?),
+                ))
+            })
+            .unwrap_or(f64::NAN)
+        };
+        let top = self.top(Workload::Claim);
+        format!(
+            "ratio idem/etcd: claim_throughput={:.2} p50={:.2} p99={:.2} retry_throughput={:.2} contention_throughput={:.2}",
+            get(Workload::Claim, top, |p| p.throughput),
+            get(Workload::Claim, Some(1), |p| p.p50_ms),
+            get(Workload::Claim, top, |p| p.p99_ms),
+            get(Workload::Retry, self.top(Workload::Retry), |p| p.throughput),
+            get(Workload::Contention, self.top(Workload::Contention), |p| p.throughput),
+        )
+    }
+}
