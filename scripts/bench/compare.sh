@@ -46,6 +46,15 @@ teardown() {
 }
 trap teardown EXIT
 
+# A node left over from an earlier run would answer in place of the new one (the new one
+# cannot bind its port, and the health checks would ask the old one).
+for port in 7510 7520 7530 7511 7521 7531 2379 22379 32379 2380 22380 32380; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        echo "compare.sh: port $port is in use: stop the cluster that uses it first" >&2
+        exit 1
+    fi
+done
+
 if [[ "${BENCH_NO_BUILD:-}" != 1 ]]; then
     log "building idemd, idemctl, idem-bench (release, CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
     (cd "$ROOT" && cargo build --release --bin idemd --bin idemctl --bin idem-bench) >&2

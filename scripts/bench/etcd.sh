@@ -50,6 +50,11 @@ cmd_up() {
     local n cluster=() deadline
     for n in "${MEMBERS[@]}"; do
         running "$n" && die "member $n already runs (pid $(pid_of "$n")): run '$0 down' first"
+        for port in "$(client_port "$n")" "$(peer_port "$n")"; do
+            if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+                die "port $port is in use (another etcd?)"
+            fi
+        done
         cluster+=("e$n=http://127.0.0.1:$(peer_port "$n")")
     done
     local IFS=,

@@ -29,6 +29,13 @@ mkdir -p "$OUT"
 log() { echo "large.sh: $*" >&2; }
 trap '"$ROOT/deploy/local/cluster.sh" down >&2 || true' EXIT
 
+for port in 7510 7520 7530 7511 7521 7531; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        echo "large.sh: port $port is in use: stop the cluster that uses it first" >&2
+        exit 1
+    fi
+done
+
 if [[ "${BENCH_NO_BUILD:-}" != 1 ]]; then
     (cd "$ROOT" && cargo build --release --bin idemd --bin idemctl --bin idem-bench) >&2
 fi

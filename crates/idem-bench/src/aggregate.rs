@@ -23,12 +23,14 @@ pub struct Point {
     pub p50_ms: f64,
     /// 99th percentile of it, ms.
     pub p99_ms: f64,
-    /// CPU per operation summed over the nodes, µs (0 when no node was watched).
+    /// CPU per operation summed over the nodes, µs (NaN when no node was watched).
     pub cpu_us_per_op: f64,
-    /// Largest resident set of any node at the end of a run, MiB.
+    /// Largest resident set of any node at the end of a run, MiB (NaN when none was watched).
     pub rss_mib: f64,
     /// Failed calls over all repetitions.
     pub errors: u64,
+    /// CPU of other processes on the machine during the windows, cores (median).
+    pub other_cores: f64,
 }
 
 /// The claim a workload is about, whose latency the table, the ratios and the plots show:
@@ -72,6 +74,7 @@ pub fn aggregate(reports: &[Report]) -> BTreeMap<PointKey, Point> {
         .into_iter()
         .map(|(key, runs)| {
             let kind = headline(key.1);
+            let watched = runs.iter().any(|r| !r.nodes.is_empty());
             let lat = |f: fn(&crate::stats::Latency) -> f64| {
                 median(runs.iter().filter_map(|r| r.latency(kind)).map(f).collect())
             };
@@ -80,12 +83,20 @@ pub fn aggregate(reports: &[Report]) -> BTreeMap<PointKey, Point> {
                 throughput: median(runs.iter().map(|r| r.throughput).collect()),
                 p50_ms: lat(|l| l.p50_ms),
                 p99_ms: lat(|l| l.p99_ms),
-                cpu_us_per_op: median(runs.iter().map(|r| r.cpu_us_per_op()).collect()),
-                rss_mib: runs
-                    .iter()
-                    .flat_map(|r| r.nodes.iter().map(|n| n.rss_mib))
-                    .fold(0.0, f64::max),
+                cpu_us_per_op: if watched {
+                    median(runs.iter().map(|r| r.cpu_us_per_op()).collect())
+                } else {
+                    f64::NAN
+                },
+                rss_mib: if watched {
+                    runs.iter()
+                        .flat_map(|r| r.nodes.iter().map(|n| n.rss_mib))
+                        .fold(0.0, f64::max)
+                } else {
+                    f64::NAN
+                },
                 errors: runs.iter().map(|r| r.counts.errors).sum(),
+                other_cores: median(runs.iter().map(|r| r.machine.other).collect()),
             };
             (key, point)
         })

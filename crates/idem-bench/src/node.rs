@@ -4,6 +4,10 @@
 //! generator, the store that burns less CPU per claim is the one that scales. Each node's
 //! `utime + stime` (all threads, `/proc/<pid>/stat`) is read when the measurement window opens
 //! and closes; its resident set (`VmRSS`) and peak (`VmHWM`) from `/proc/<pid>/status` at the end.
+//!
+//! The whole machine's busy time (`/proc/stat`) and the load generator's own CPU are read over
+//! the same window, so that a run disturbed by something else on the machine (another build, a
+//! backup) says so in its results instead of silently moving the numbers.
 
 use std::str::FromStr;
 
@@ -81,16 +85,85 @@ fn ms_per_tick() -> f64 {
     1000.0 / rustix::param::clock_ticks_per_second() as f64
 }
 
-/// The CPU ticks of every node when the window opens.
-pub fn start(nodes: &[NodeSpec]) -> Vec<Option<u64>> {
-    nodes.iter().map(|n| cpu_ticks(n.pid)).collect()
+/// Where the CPU of the machine went during a run, in cores (1.0 = one core busy all along).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineUsage {
+    /// Cores of the machine.
+    pub cores: usize,
+    /// Busy cores (everything but idle and iowait), all processes.
+    pub busy: f64,
+    /// The watched nodes together.
+    pub nodes: f64,
+    /// The load generator (this process).
+    pub load_generator: f64,
+    /// Everything else: `busy - nodes - load_generator`; high means a disturbed run.
+    pub other: f64,
 }
 
-/// What every node used since `start`, for `ops` operations; nodes that vanished are left out.
-pub fn finish(nodes: &[NodeSpec], start: &[Option<u64>], ops: u64) -> Vec<NodeUsage> {
+/// CPU counters when a measurement window opens.
+#[derive(Debug, Clone)]
+pub struct Window {
+    opened: std::time::Instant,
+    nodes: Vec<Option<u64>>,
+    machine: Option<(u64, u64)>,
+    own: Option<u64>,
+}
+
+/// `(busy, total)` ticks of all cores from the first line of `/proc/stat`.
+fn machine_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let total: u64 = ticks.iter().take(8).sum();
+    // Fields: user nice system idle iowait irq softirq steal.
+    let idle = ticks.get(3)? + ticks.get(4)?;
+    Some((total - idle, total))
+}
+
+/// Opens a window: the CPU ticks of every node, of the machine and of this process.
+pub fn start(nodes: &[NodeSpec]) -> Window {
+    Window {
+        opened: std::time::Instant::now(),
+        nodes: nodes.iter().map(|n| cpu_ticks(n.pid)).collect(),
+        machine: machine_ticks(),
+        own: cpu_ticks(std::process::id()),
+    }
+}
+
+/// Where the machine's CPU went since `window` opened (`node_ms`: the nodes' CPU, ms).
+pub fn machine(window: &Window, node_ms: f64) -> MachineUsage {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let secs = window.opened.elapsed().as_secs_f64().max(1e-9);
+    let busy = match (window.machine, machine_ticks()) {
+        (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
+            (b1 - b0) as f64 / (t1 - t0) as f64 * cores as f64
+        }
+        _ => 0.0,
+    };
+    let own = match (window.own, cpu_ticks(std::process::id())) {
+        (Some(a), Some(b)) => b.saturating_sub(a) as f64 * ms_per_tick() / 1000.0 / secs,
+        _ => 0.0,
+    };
+    let nodes = node_ms / 1000.0 / secs;
+    MachineUsage {
+        cores,
+        busy,
+        nodes,
+        load_generator: own,
+        other: (busy - nodes - own).max(0.0),
+    }
+}
+
+/// What every node used since `window` opened, for `ops` operations; nodes that vanished are
+/// left out.
+pub fn finish(nodes: &[NodeSpec], window: &Window, ops: u64) -> Vec<NodeUsage> {
     nodes
         .iter()
-        .zip(start)
+        .zip(&window.nodes)
         .filter_map(|(node, before)| {
             let ticks = cpu_ticks(node.pid)?.checked_sub((*before)?)?;
             let (rss_mib, rss_peak_mib) = memory_mib(node.pid)?;
@@ -134,8 +207,11 @@ mod tests {
             name: "me".into(),
             pid: me,
         }];
-        let usage = finish(&nodes, &start(&nodes), 10);
+        let window = start(&nodes);
+        let usage = finish(&nodes, &window, 10);
         assert_eq!(usage.len(), 1);
         assert!(usage[0].cpu_us_per_op >= 0.0);
+        let m = machine(&window, usage[0].cpu_ms);
+        assert!(m.cores >= 1 && m.other >= 0.0);
     }
 }

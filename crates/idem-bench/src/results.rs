@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::BenchError;
-use crate::node::NodeUsage;
+use crate::node::{MachineUsage, NodeUsage};
 use crate::stats::{Counts, Latency};
 use crate::workload::Workload;
 
@@ -63,6 +63,9 @@ pub struct RunResult {
     pub latency: BTreeMap<String, Latency>,
     /// CPU and memory of the watched nodes (`--node-pid`).
     pub nodes: Vec<NodeUsage>,
+    /// Where the machine's CPU went during the window (other processes included).
+    #[serde(default)]
+    pub machine: MachineUsage,
     /// The first error message, if any call failed.
     pub first_error: Option<String>,
 }

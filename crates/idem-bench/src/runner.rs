@@ -102,6 +102,7 @@ pub async fn run<B: Backend>(conns: &[Arc<B>], spec: &LoadSpec) -> Result<RunRes
     let recorder = shared.recorder.lock().unwrap_or_else(|p| p.into_inner());
     let ops = recorder.ops();
     let nodes = node::finish(&spec.nodes, &cpu_start, ops);
+    let machine = node::machine(&cpu_start, nodes.iter().map(|n| n.cpu_ms).sum());
     Ok(RunResult {
         workload: spec.workload,
         mode: if spec.rate.is_some() {
@@ -121,6 +122,7 @@ pub async fn run<B: Backend>(conns: &[Arc<B>], spec: &LoadSpec) -> Result<RunRes
         counts: recorder.counts().clone(),
         latency: recorder.latencies().into_iter().collect::<BTreeMap<_, _>>(),
         nodes,
+        machine,
         first_error: recorder.first_error().map(str::to_owned),
     })
 }
@@ -152,13 +154,13 @@ async fn fill_pool<B: Backend>(
         .collect())
 }
 
-/// N clients back to back; returns the nodes' CPU at the window's start and 0 unsent.
+/// N clients back to back; returns the CPU counters at the window's start and 0 unsent.
 async fn closed_loop<B: Backend>(
     shared: &Arc<Shared<B>>,
     spec: &LoadSpec,
     window: Instant,
     end: Instant,
-) -> (Vec<Option<u64>>, u64) {
+) -> (node::Window, u64) {
     let mut tasks = Vec::with_capacity(spec.clients);
     for client in 0..spec.clients {
         let shared = shared.clone();
@@ -187,14 +189,14 @@ async fn closed_loop<B: Backend>(
 }
 
 /// Operations on a fixed schedule of `rate` per second, at most `clients` in flight; returns
-/// the nodes' CPU at the window's start and the operations never sent.
+/// the CPU counters at the window's start and the operations never sent.
 async fn open_loop<B: Backend>(
     shared: &Arc<Shared<B>>,
     spec: &LoadSpec,
     rate: f64,
     window: Instant,
     end: Instant,
-) -> Result<(Vec<Option<u64>>, u64), BenchError> {
+) -> Result<(node::Window, u64), BenchError> {
     if !(rate > 0.0 && rate.is_finite()) {
         return Err(BenchError::Argument(format!(
             "--rate must be positive, got {rate}"

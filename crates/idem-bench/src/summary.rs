@@ -29,6 +29,15 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// `value` with `decimals`, or `-` when it is unknown (NaN: a point or a probe is missing).
+fn num(value: f64, decimals: usize) -> String {
+    if value.is_nan() {
+        "-".to_owned()
+    } else {
+        format!("{value:.decimals$}")
+    }
+}
+
 fn verdict(met: bool) -> &'static str {
     if met {
         "met"
@@ -90,25 +99,28 @@ impl Summary {
                 );
                 let f = |p: Option<&Point>, get: fn(&Point) -> f64| p.map_or(f64::NAN, get);
                 let reps = i.or(e).map_or(0, |p| p.reps);
+                let (ti, te) = (f(i, |p| p.throughput), f(e, |p| p.throughput));
+                let (p50i, p50e) = (f(i, |p| p.p50_ms), f(e, |p| p.p50_ms));
+                let (p99i, p99e) = (f(i, |p| p.p99_ms), f(e, |p| p.p99_ms));
                 let _ = writeln!(
                     out,
-                    "{:<10} {:>7} {:>4} | {:>9.0} {:>9.0} {:>6.2} | {:>8.2} {:>8.2} {:>6.2} | {:>8.2} {:>8.2} {:>6.2} | {:>9.0} {:>9.0} | {:>8.0} {:>8.0}",
+                    "{:<10} {:>7} {:>4} | {:>9} {:>9} {:>6} | {:>8} {:>8} {:>6} | {:>8} {:>8} {:>6} | {:>9} {:>9} | {:>8} {:>8}",
                     workload.name(),
                     clients,
                     reps,
-                    f(i, |p| p.throughput),
-                    f(e, |p| p.throughput),
-                    ratio(f(i, |p| p.throughput), f(e, |p| p.throughput)),
-                    f(i, |p| p.p50_ms),
-                    f(e, |p| p.p50_ms),
-                    ratio(f(i, |p| p.p50_ms), f(e, |p| p.p50_ms)),
-                    f(i, |p| p.p99_ms),
-                    f(e, |p| p.p99_ms),
-                    ratio(f(i, |p| p.p99_ms), f(e, |p| p.p99_ms)),
-                    f(i, |p| p.cpu_us_per_op),
-                    f(e, |p| p.cpu_us_per_op),
-                    f(i, |p| p.rss_mib),
-                    f(e, |p| p.rss_mib),
+                    num(ti, 0),
+                    num(te, 0),
+                    num(ratio(ti, te), 2),
+                    num(p50i, 2),
+                    num(p50e, 2),
+                    num(ratio(p50i, p50e), 2),
+                    num(p99i, 2),
+                    num(p99e, 2),
+                    num(ratio(p99i, p99e), 2),
+                    num(f(i, |p| p.cpu_us_per_op), 0),
+                    num(f(e, |p| p.cpu_us_per_op), 0),
+                    num(f(i, |p| p.rss_mib), 0),
+                    num(f(e, |p| p.rss_mib), 0),
                 );
                 let errors = i.map_or(0, |p| p.errors) + e.map_or(0, |p| p.errors);
                 if errors > 0 {
@@ -120,6 +132,22 @@ impl Summary {
             out,
             "(latency: claim of a new key / replay of a completed key / contended claim, ms; cpu: µs of node CPU per operation, all nodes; rss: largest node, MiB)"
         );
+        for backend in [IDEM, ETCD] {
+            let other: Vec<f64> = self
+                .points
+                .iter()
+                .filter(|(k, _)| k.0 == backend)
+                .map(|(_, p)| p.other_cores)
+                .collect();
+            if !other.is_empty() {
+                let max = other.iter().copied().fold(0.0, f64::max);
+                let mean = other.iter().sum::<f64>() / other.len() as f64;
+                let _ = writeln!(
+                    out,
+                    "machine: other processes used {mean:.2} cores on average (max {max:.2}) during the {backend} runs"
+                );
+            }
+        }
         for probe in &self.probes {
             let _ = writeln!(out, "floor: {}", probe.line());
         }
@@ -197,7 +225,10 @@ impl Summary {
         }
         if let Some(c) = claim_top {
             for backend in [IDEM, ETCD] {
-                if let Some(p) = self.point(backend, Workload::Claim, c) {
+                if let Some(p) = self
+                    .point(backend, Workload::Claim, c)
+                    .filter(|p| !p.cpu_us_per_op.is_nan())
+                {
                     let _ = writeln!(
                         out,
                         "  {backend} CPU per claim+complete at {c} clients: {:.0} µs over all nodes ({:.0} µs per node)",

@@ -209,8 +209,10 @@ pub async fn execute<B: Backend>(
                 Ok(ClaimResult::Acquired(token)) => {
                     samples.push((Sample::Contended, t.elapsed()));
                     results.push(ClaimResult::Acquired(token));
-                    if let Err(e) = backend.complete(&key, token).await {
-                        error = Some(e.0);
+                    let t = Instant::now();
+                    match backend.complete(&key, token).await {
+                        Ok(()) => samples.push((Sample::Complete, t.elapsed())),
+                        Err(e) => error = Some(e.0),
                     }
                     keys.advance(slot, generation);
                 }

@@ -118,6 +118,8 @@ fn draw_latency(series: &Series<'_>, workload: Workload, path: &Path) -> Result<
     if text {
         mesh.x_desc("clients (closed loop)")
             .y_desc("latency (ms, log)")
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v}"))
             .label_style((FAMILY, 14));
     }
     mesh.draw().map_err(|e| e.to_string())?;
@@ -192,6 +194,8 @@ fn draw_throughput(series: &Series<'_>, workload: Workload, path: &Path) -> Resu
     if text {
         mesh.x_desc("clients (closed loop)")
             .y_desc("operations / s")
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v:.0}"))
             .label_style((FAMILY, 14));
     }
     mesh.draw().map_err(|e| e.to_string())?;
@@ -237,6 +241,7 @@ mod tests {
             cpu_us_per_op: 0.0,
             rss_mib: 0.0,
             errors: 0,
+            other_cores: 0.0,
         };
         let mut points = BTreeMap::new();
         for backend in ["idem", "etcd"] {
