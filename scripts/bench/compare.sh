@@ -60,9 +60,16 @@ if [[ "${BENCH_NO_BUILD:-}" != 1 ]]; then
     (cd "$ROOT" && cargo build --release --bin idemd --bin idemctl --bin idem-bench) >&2
 fi
 
+# The floors: probed before the clusters start and again before every repetition (a shared
+# disk's sync latency moves a lot within minutes); summarize uses the median p50s.
+probes=()
+probe() { # name
+    "$BENCH" fsync-probe --dir "$WORK" --count 1000 --out "$OUT/fsync-$1.json" >&2
+    "$BENCH" rtt-probe --count 10000 --out "$OUT/rtt-$1.json" >&2
+    probes+=(--probe "$OUT/fsync-$1.json" --probe "$OUT/rtt-$1.json")
+}
 log "floors: fsync on the disk of $WORK, loopback RTT"
-"$BENCH" fsync-probe --dir "$WORK" --out "$OUT/fsync.json" >&2
-"$BENCH" rtt-probe --out "$OUT/rtt.json" >&2
+probe start
 
 log "starting idem (3 nodes, $IDEM_CLUSTER_DIR) and etcd (3 members, $IDEM_ETCD_DIR)"
 IDEM_CLUSTER_NO_BUILD=1 "$ROOT/deploy/local/cluster.sh" up 3 >&2
@@ -80,6 +87,7 @@ common=(--workloads "$WORKLOADS" --clients "$CLIENTS" --duration "$DURATION" --w
     --dup-share "$DUP_SHARE")
 results=()
 for ((rep = 1; rep <= REPS; rep++)); do
+    probe "rep$rep"
     for store in idem etcd; do
         log "repetition $rep/$REPS: $store"
         if [[ "$store" == idem ]]; then
@@ -96,5 +104,4 @@ done
 trap - EXIT
 teardown
 log "results, plots (plots/) and summary.txt in $OUT"
-"$BENCH" summarize "${results[@]}" --probe "$OUT/fsync.json" --probe "$OUT/rtt.json" \
-    --plots "$OUT/plots" | tee "$OUT/summary.txt"
+"$BENCH" summarize "${results[@]}" "${probes[@]}" --plots "$OUT/plots" | tee "$OUT/summary.txt"

@@ -45,7 +45,8 @@ pub fn headline(workload: Workload) -> &'static str {
     }
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
+/// The median of `values` (0 for none).
+pub fn median(mut values: Vec<f64>) -> f64 {
     if values.is_empty() {
         return 0.0;
     }

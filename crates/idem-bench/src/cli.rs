@@ -27,7 +27,7 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Bulk-load completed records (claim + complete of N keys) with high concurrency.
     Preload(PreloadArgs),
-    /// Disk floor: append + fdatasync loop in a directory (RocksDB's WAL pattern).
+    /// Disk floor: write + fdatasync loop in a directory (RocksDB's WAL pattern).
     FsyncProbe(FsyncArgs),
     /// Network floor: TCP ping-pong over loopback.
     RttProbe(RttArgs),
@@ -185,9 +185,13 @@ pub struct FsyncArgs {
     /// Iterations.
     #[arg(long, default_value_t = 2000)]
     pub count: usize,
-    /// Bytes appended per iteration (about one small WAL record batch).
+    /// Bytes written per iteration (about one small WAL record batch).
     #[arg(long, default_value_t = 512)]
     pub size: usize,
+    /// Grow the file with every write instead of overwriting a preallocated one (RocksDB
+    /// preallocates its WAL; a growing file also costs a journal commit per sync).
+    #[arg(long)]
+    pub append: bool,
     /// Write the result as JSON to this file (for `summarize --probe`).
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -82,7 +82,7 @@ fn execute(command: Command) -> Result<(), BenchError> {
             }
         }),
         Command::FsyncProbe(args) => emit_probe(
-            probe::fsync_probe(&args.dir, args.count, args.size)?,
+            probe::fsync_probe(&args.dir, args.count, args.size, args.append)?,
             args.out.as_deref(),
         ),
         Command::RttProbe(args) => emit_probe(

@@ -1,7 +1,7 @@
 //! Probes of the floor under a single-client claim: a claim cannot be faster than one durable
 //! write on the node's disk plus the round trips of the request and of replication.
 //!
-//! `fsync-probe` measures the disk (append + `fdatasync`, RocksDB's WAL pattern), `rtt-probe`
+//! `fsync-probe` measures the disk (write + `fdatasync`, RocksDB's WAL pattern), `rtt-probe`
 //! a loopback TCP round trip. The target "single-client claim p50 <= 2 x (fsync + RTT)" is
 //! judged against these, measured on the same machine just before the comparison.
 
