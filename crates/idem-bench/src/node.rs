@@ -96,7 +96,12 @@ pub struct MachineUsage {
     pub nodes: f64,
     /// The load generator (this process).
     pub load_generator: f64,
-    /// Everything else: `busy - nodes - load_generator`; high means a disturbed run.
+    /// Interrupt and softirq time, attributed to no process (loopback TCP is processed there).
+    #[serde(default)]
+    pub irq: f64,
+    /// Everything else: `busy - nodes - load_generator - irq`: other processes and kernel
+    /// threads (including the file system's journal and writeback); high means a disturbed
+    /// run.
     pub other: f64,
 }
 
@@ -105,12 +110,20 @@ pub struct MachineUsage {
 pub struct Window {
     opened: std::time::Instant,
     nodes: Vec<Option<u64>>,
-    machine: Option<(u64, u64)>,
+    machine: Option<Ticks>,
     own: Option<u64>,
 }
 
-/// `(busy, total)` ticks of all cores from the first line of `/proc/stat`.
-fn machine_ticks() -> Option<(u64, u64)> {
+/// Machine-wide CPU ticks of all cores.
+#[derive(Debug, Clone, Copy)]
+struct Ticks {
+    busy: u64,
+    irq: u64,
+    total: u64,
+}
+
+/// Ticks of all cores from the first line of `/proc/stat`.
+fn machine_ticks() -> Option<Ticks> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let line = stat.lines().next()?;
     let ticks: Vec<u64> = line
@@ -121,7 +134,12 @@ fn machine_ticks() -> Option<(u64, u64)> {
     let total: u64 = ticks.iter().take(8).sum();
     // Fields: user nice system idle iowait irq softirq steal.
     let idle = ticks.get(3)? + ticks.get(4)?;
-    Some((total - idle, total))
+    let irq = ticks.get(5)? + ticks.get(6)?;
+    Some(Ticks {
+        busy: total - idle,
+        irq,
+        total,
+    })
 }
 
 /// Opens a window: the CPU ticks of every node, of the machine and of this process.
@@ -138,11 +156,15 @@ pub fn start(nodes: &[NodeSpec]) -> Window {
 pub fn machine(window: &Window, node_ms: f64) -> MachineUsage {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let secs = window.opened.elapsed().as_secs_f64().max(1e-9);
-    let busy = match (window.machine, machine_ticks()) {
-        (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
-            (b1 - b0) as f64 / (t1 - t0) as f64 * cores as f64
+    let (busy, irq) = match (window.machine, machine_ticks()) {
+        (Some(a), Some(b)) if b.total > a.total => {
+            let span = (b.total - a.total) as f64 / cores as f64;
+            (
+                b.busy.saturating_sub(a.busy) as f64 / span,
+                b.irq.saturating_sub(a.irq) as f64 / span,
+            )
         }
-        _ => 0.0,
+        _ => (0.0, 0.0),
     };
     let own = match (window.own, cpu_ticks(std::process::id())) {
         (Some(a), Some(b)) => b.saturating_sub(a) as f64 * ms_per_tick() / 1000.0 / secs,
@@ -154,7 +176,8 @@ pub fn machine(window: &Window, node_ms: f64) -> MachineUsage {
         busy,
         nodes,
         load_generator: own,
-        other: (busy - nodes - own).max(0.0),
+        irq,
+        other: (busy - nodes - own - irq).max(0.0),
     }
 }
 

@@ -152,7 +152,7 @@ impl Summary {
                 let mean = other.iter().sum::<f64>() / other.len() as f64;
                 let _ = writeln!(
                     out,
-                    "machine: other processes used {mean:.2} cores on average (max {max:.2}) during the {backend} runs"
+                    "machine: other processes and kernel threads used {mean:.2} cores on average (max {max:.2}) during the {backend} runs"
                 );
             }
         }

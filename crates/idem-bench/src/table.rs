@@ -1,7 +1,8 @@
 //! The summary table printed on stdout after a run or sweep: one line per measured run.
 //!
-//! `other` is the CPU (in cores) that processes other than the nodes and the load generator
-//! used during the window: above a few tenths, something else on the machine disturbed the run.
+//! `other` is the CPU (in cores) used during the window by everything but the nodes, the load
+//! generator and interrupts: other processes and kernel threads (file-system journal,
+//! writeback). Above a few tenths, something else on the machine competed with the run.
 
 use crate::aggregate::headline;
 use crate::results::Report;
