@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, ClaimResult};
+use crate::backend::{Backend, CallError, ClaimResult};
 use crate::progress::Progress;
 
 /// Stop loading after this many failed calls: the store is not healthy.
@@ -68,9 +68,7 @@ pub async fn load<B: Backend>(
                 let done = match conn.claim(&key).await {
                     Ok(ClaimResult::Acquired(token)) => conn.complete(&key, token).await,
                     Ok(ClaimResult::Replayed) => Ok(()),
-                    Ok(other) => Err(crate::backend::CallError(format!(
-                        "unexpected claim answer {other:?}"
-                    ))),
+                    Ok(other) => Err(CallError::Unexpected(other)),
                     Err(e) => Err(e),
                 };
                 let mut o = outcome.lock().unwrap_or_else(|p| p.into_inner());
@@ -78,7 +76,7 @@ pub async fn load<B: Backend>(
                     Ok(()) => o.records += 1,
                     Err(e) => {
                         o.errors += 1;
-                        o.first_error.get_or_insert(e.0);
+                        o.first_error.get_or_insert(e.to_string());
                         if o.errors >= MAX_ERRORS {
                             next.store(count, Ordering::Relaxed);
                         }

@@ -278,3 +278,80 @@ impl Summary {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::RunResult;
+    use crate::stats::{Counts, Latency};
+
+    fn run(workload: Workload, clients: usize, throughput: f64, p50: f64, p99: f64) -> RunResult {
+        let latency = Latency {
+            count: 100,
+            p50_ms: p50,
+            p99_ms: p99,
+            ..Latency::default()
+        };
+        RunResult {
+            workload,
+            mode: "closed".into(),
+            clients,
+            target_rate: None,
+            dup_share: 1.0,
+            hot_keys: 4,
+            duration_s: 1.0,
+            ops: throughput as u64,
+            throughput,
+            unsent: 0,
+            counts: Counts::default(),
+            latency: [(crate::aggregate::headline(workload).to_owned(), latency)].into(),
+            nodes: Vec::new(),
+            machine: Default::default(),
+            first_error: None,
+        }
+    }
+
+    fn report(backend: &str, runs: Vec<RunResult>) -> Report {
+        Report {
+            backend: backend.into(),
+            endpoints: Vec::new(),
+            connections: 1,
+            label: None,
+            started_unix_s: 0,
+            nproc: 2,
+            runs,
+        }
+    }
+
+    #[test]
+    fn ends_with_the_ratio_line() {
+        let idem = report(
+            "idem",
+            vec![
+                run(Workload::Claim, 1, 100.0, 2.0, 4.0),
+                run(Workload::Claim, 64, 2000.0, 10.0, 20.0),
+                run(Workload::Retry, 64, 10000.0, 5.0, 10.0),
+            ],
+        );
+        let etcd = report(
+            "etcd",
+            vec![
+                run(Workload::Claim, 1, 200.0, 1.0, 8.0),
+                run(Workload::Claim, 64, 1000.0, 20.0, 100.0),
+                run(Workload::Retry, 64, 2000.0, 20.0, 40.0),
+            ],
+        );
+        let text = Summary::new(&[idem, etcd], Vec::new()).render();
+        let last = text.lines().last().unwrap();
+        assert_eq!(
+            last,
+            "ratio idem/etcd: claim_throughput=2.00 p50=2.00 p99=0.20 retry_throughput=5.00 contention_throughput=NaN"
+        );
+        assert!(
+            text.contains("idem retries of completed keys >= 5x new claims at 64 clients: 5.00x")
+        );
+        assert!(text.contains(
+            "claim p99 at 64 clients <= etcd/5: 20.00 vs 100.00 ms (0.20x, needs <= 0.20x): met"
+        ));
+    }
+}

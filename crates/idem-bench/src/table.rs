@@ -2,7 +2,8 @@
 //!
 //! `other` is the CPU (in cores) used during the window by everything but the nodes, the load
 //! generator and interrupts: other processes and kernel threads (file-system journal,
-//! writeback). Above a few tenths, something else on the machine competed with the run.
+//! writeback), and the nodes themselves unless they are watched with `--node-pid`. Above a few
+//! tenths, something else on the machine competed with the run.
 
 use crate::aggregate::headline;
 use crate::results::Report;

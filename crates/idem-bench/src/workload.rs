@@ -177,14 +177,14 @@ pub async fn execute<B: Backend>(
                     let t = Instant::now();
                     match backend.complete(&key, token).await {
                         Ok(()) => samples.push((Sample::Complete, t.elapsed())),
-                        Err(e) => error = Some(e.0),
+                        Err(e) => error = Some(e.to_string()),
                     }
                 }
                 Ok(other) => {
                     samples.push((Sample::Claim, t.elapsed()));
                     results.push(other);
                 }
-                Err(e) => error = Some(e.0),
+                Err(e) => error = Some(e.to_string()),
             }
         }
         Step::Duplicate => {
@@ -199,7 +199,7 @@ pub async fn execute<B: Backend>(
                     samples.push((Sample::Replay, t.elapsed()));
                     results.push(result);
                 }
-                Err(e) => error = Some(e.0),
+                Err(e) => error = Some(e.to_string()),
             }
         }
         Step::Contend => {
@@ -212,7 +212,7 @@ pub async fn execute<B: Backend>(
                     let t = Instant::now();
                     match backend.complete(&key, token).await {
                         Ok(()) => samples.push((Sample::Complete, t.elapsed())),
-                        Err(e) => error = Some(e.0),
+                        Err(e) => error = Some(e.to_string()),
                     }
                     keys.advance(slot, generation);
                 }
@@ -223,7 +223,7 @@ pub async fn execute<B: Backend>(
                         keys.advance(slot, generation);
                     }
                 }
-                Err(e) => error = Some(e.0),
+                Err(e) => error = Some(e.to_string()),
             }
         }
     }

@@ -77,7 +77,7 @@ fn record(key: &str, state: &str, result: Option<EtcdResult>) -> Result<Vec<u8>,
         lease_expires_at_ms: now_ms() + LEASE_MS,
         result,
     };
-    serde_json::to_vec(&record).map_err(|e| CallError(e.to_string()))
+    serde_json::to_vec(&record).map_err(|e| CallError::Record(e.to_string()))
 }
 
 fn put(key: Vec<u8>, value: Vec<u8>) -> RequestOp {
@@ -88,10 +88,6 @@ fn put(key: Vec<u8>, value: Vec<u8>) -> RequestOp {
             ..Default::default()
         })),
     }
-}
-
-fn rpc_error(status: tonic::Status) -> CallError {
-    CallError(format!("{:?}: {}", status.code(), status.message()))
 }
 
 impl Backend for EtcdBackend {
@@ -125,7 +121,7 @@ impl Backend for EtcdBackend {
             ..Default::default()
         })
         .await
-        .map_err(|e| fail(rpc_error(e).0))?;
+        .map_err(|e| fail(CallError::from(e).to_string()))?;
         Ok(EtcdBackend { kv })
     }
 
@@ -146,7 +142,7 @@ impl Backend for EtcdBackend {
                 })),
             }],
         };
-        let answer = self.kv.clone().txn(txn).await.map_err(rpc_error)?;
+        let answer = self.kv.clone().txn(txn).await?;
         let answer = answer.into_inner();
         if answer.succeeded {
             let revision = answer.header.map_or(0, |h| h.revision);
@@ -159,10 +155,10 @@ impl Backend for EtcdBackend {
                 Some(Response::ResponseRange(range)) => range.kvs.into_iter().next(),
                 _ => None,
             })
-            .ok_or_else(|| CallError("else-branch without the record".into()))?
+            .ok_or_else(|| CallError::Record("else-branch without the record".into()))?
             .value;
         let existing: EtcdRecord =
-            serde_json::from_slice(&value).map_err(|e| CallError(e.to_string()))?;
+            serde_json::from_slice(&value).map_err(|e| CallError::Record(e.to_string()))?;
         Ok(match existing.state.as_str() {
             _ if existing.fingerprint != FINGERPRINT => ClaimResult::Other,
             "COMPLETED" => ClaimResult::Replayed,
@@ -187,13 +183,11 @@ impl Backend for EtcdBackend {
             success: vec![put(path, record(key, "COMPLETED", Some(result))?)],
             failure: Vec::new(),
         };
-        let answer = self.kv.clone().txn(txn).await.map_err(rpc_error)?;
+        let answer = self.kv.clone().txn(txn).await?;
         if answer.into_inner().succeeded {
             Ok(())
         } else {
-            Err(CallError(
-                "stale token: the record changed since the claim".into(),
-            ))
+            Err(CallError::StaleToken)
         }
     }
 }

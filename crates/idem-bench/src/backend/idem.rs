@@ -24,8 +24,10 @@ pub struct IdemBackend {
 
 impl IdemBackend {
     fn target(&self, key: &str) -> Result<RecordKey, CallError> {
-        let key = IdempotencyKey::new(key).map_err(|e| CallError(e.to_string()))?;
-        Ok(RecordKey::new(self.scope.clone(), key))
+        Ok(RecordKey::new(
+            self.scope.clone(),
+            IdempotencyKey::new(key)?,
+        ))
     }
 }
 
@@ -66,11 +68,7 @@ impl Backend for IdemBackend {
     async fn claim(&self, key: &str) -> Result<ClaimResult, CallError> {
         let request =
             ClaimRequest::with_fingerprints(self.target(key)?, vec![self.fingerprint.clone()]);
-        let claim = self
-            .client
-            .claim(request)
-            .await
-            .map_err(|e| CallError(e.to_string()))?;
+        let claim = self.client.claim(request).await?;
         Ok(match claim.outcome {
             ClaimOutcome::Acquired { fence, .. } | ClaimOutcome::TakenOver { fence, .. } => {
                 ClaimResult::Acquired(fence)
@@ -84,8 +82,7 @@ impl Backend for IdemBackend {
     async fn complete(&self, key: &str, token: u64) -> Result<(), CallError> {
         self.client
             .complete(&self.target(key)?, token, &self.result)
-            .await
-            .map(drop)
-            .map_err(|e| CallError(e.to_string()))
+            .await?;
+        Ok(())
     }
 }

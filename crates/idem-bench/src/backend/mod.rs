@@ -6,11 +6,13 @@
 //! claim; `complete(key, token)` stores the result, guarded by the token. What a claim costs
 //! on each store (one Raft entry on idem, one Txn on etcd) is exactly what the numbers compare.
 
+mod error;
 mod etcd;
 mod idem;
 
 use std::future::Future;
 
+pub use error::CallError;
 pub use etcd::EtcdBackend;
 pub use idem::IdemBackend;
 
@@ -28,12 +30,6 @@ pub enum ClaimResult {
     /// Any other decision (mismatch, failed record, ...): counted, never expected here.
     Other,
 }
-
-/// A failed call: counted as an error of the run, never retried by the workload (the idem
-/// SDK retries transport failures itself, with the same request, as it would in production).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct CallError(pub String);
 
 /// A store under test. One value is one connection (or one SDK client); the runner opens
 /// `--connections` of them and spreads the clients over them.
