@@ -46,6 +46,11 @@ teardown() {
 }
 trap teardown EXIT
 
+for tool in etcd etcdctl; do
+    command -v "$tool" >/dev/null ||
+        { echo "compare.sh: no $tool (Debian: apt-get install etcd-server etcd-client)" >&2; exit 1; }
+done
+
 # A node left over from an earlier run would answer in place of the new one (the new one
 # cannot bind its port, and the health checks would ask the old one).
 for port in 7510 7520 7530 7511 7521 7531 2379 22379 32379 2380 22380 32380; do

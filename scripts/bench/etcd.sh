@@ -47,6 +47,7 @@ running() {
 
 cmd_up() {
     command -v "$ETCD" >/dev/null || die "no etcd binary (Debian: apt-get install etcd-server etcd-client)"
+    command -v "$ETCDCTL" >/dev/null || die "no etcdctl binary (Debian: apt-get install etcd-client)"
     local n cluster=() deadline
     for n in "${MEMBERS[@]}"; do
         running "$n" && die "member $n already runs (pid $(pid_of "$n")): run '$0 down' first"
