@@ -16,7 +16,8 @@
 #   BENCH_DURATION [4s] BENCH_WARMUP [1s]   per run
 #   BENCH_DUP_SHARE [1.0]              share of retries in the retry workload
 #   BENCH_OUT [/tmp/idem-bench/<time>] results (JSON per sweep, probes, plots, summary.txt)
-#   BENCH_WORK                         cluster directories [a fresh mktemp -d under /tmp]
+#   BENCH_WORK                         cluster directories [a fresh mktemp -d under /tmp,
+#                                      removed after a successful run, kept on failure]
 #   CARGO_TARGET_DIR                   as deploy/local/cluster.sh
 #   BENCH_NO_BUILD=1                   use the binaries already built
 set -euo pipefail
@@ -34,7 +35,11 @@ DURATION="${BENCH_DURATION:-4s}"
 WARMUP="${BENCH_WARMUP:-1s}"
 DUP_SHARE="${BENCH_DUP_SHARE:-1.0}"
 OUT="${BENCH_OUT:-/tmp/idem-bench/$(date -u +%Y%m%dT%H%M%SZ)}"
-WORK="${BENCH_WORK:-$(mktemp -d /tmp/idem-bench-work.XXXXXX)}"
+WORK="${BENCH_WORK:-}"
+if [[ -z "$WORK" ]]; then
+    WORK="$(mktemp -d /tmp/idem-bench-work.XXXXXX)"
+    REMOVE_WORK=1
+fi
 export IDEM_CLUSTER_DIR="$WORK/idem" IDEM_ETCD_DIR="$WORK/etcd"
 mkdir -p "$OUT"
 
@@ -108,5 +113,6 @@ done
 
 trap - EXIT
 teardown
+if [[ "${REMOVE_WORK:-}" == 1 ]]; then rm -rf "$WORK"; fi
 log "results, plots (plots/) and summary.txt in $OUT"
 "$BENCH" summarize "${results[@]}" "${probes[@]}" --plots "$OUT/plots" | tee "$OUT/summary.txt"

@@ -9,7 +9,8 @@
 #
 # Environment: BENCH_LARGE_RECORDS [10000000], BENCH_LARGE_CLIENTS [256] (preload
 # concurrency), BENCH_DURATION [10s], BENCH_OUT [/tmp/idem-bench/large-<time>], BENCH_WORK,
-# CARGO_TARGET_DIR, BENCH_NO_BUILD=1 (as compare.sh). The cluster is torn down at the end.
+# CARGO_TARGET_DIR, BENCH_NO_BUILD=1 (as compare.sh). The cluster is torn down at the end and
+# its directory (gigabytes) removed after a successful run unless BENCH_WORK was given.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -22,7 +23,11 @@ RECORDS="${BENCH_LARGE_RECORDS:-10000000}"
 PRELOAD_CLIENTS="${BENCH_LARGE_CLIENTS:-256}"
 DURATION="${BENCH_DURATION:-10s}"
 OUT="${BENCH_OUT:-/tmp/idem-bench/large-$(date -u +%Y%m%dT%H%M%SZ)}"
-WORK="${BENCH_WORK:-$(mktemp -d /tmp/idem-bench-large.XXXXXX)}"
+WORK="${BENCH_WORK:-}"
+if [[ -z "$WORK" ]]; then
+    WORK="$(mktemp -d /tmp/idem-bench-large.XXXXXX)"
+    REMOVE_WORK=1
+fi
 export IDEM_CLUSTER_DIR="$WORK/idem"
 mkdir -p "$OUT"
 
@@ -87,3 +92,6 @@ data="$(du -sh "$IDEM_CLUSTER_DIR"/n1/data | cut -f1) per node (n1)"
     awk -v e="$empty_p50_1" -v f="$full_p50_1" -v n="$RECORDS" 'BEGIN {
         r = f / e; printf "large: records=%d claim_p50_full/empty=%.2f (target <= 1.20: %s)\n", n, r, (r <= 1.2 ? "met" : "NOT met") }'
 } | tee "$OUT/summary.txt"
+"$ROOT/deploy/local/cluster.sh" down >&2
+trap - EXIT
+if [[ "${REMOVE_WORK:-}" == 1 ]]; then rm -rf "$WORK"; fi
