@@ -8,7 +8,7 @@ CARGO_TARGET_DIR ?= $(shell [ -w /var/cache ] && echo /var/cache/idem-target || 
 export CARGO_TARGET_DIR
 CARGO ?= cargo
 
-.PHONY: verify bootstrap fmt-check clippy test jepsen fmt run help
+.PHONY: verify bootstrap fmt-check clippy test jepsen fmt run bench help
 
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -35,3 +35,6 @@ fmt: ## Format the workspace.
 
 run: bootstrap ## Start a dev node with data under ./data.
 	$(CARGO) run --release --bin idemd
+
+bench: bootstrap ## idem vs etcd side by side (3 nodes each, < 10 min; needs etcd-server): scripts/bench/compare.sh.
+	scripts/bench/compare.sh

@@ -1,0 +1,53 @@
+//! The stores under test, behind one trait so that every workload runs unchanged on both.
+//!
+//! Both backends implement the same two-step protocol that a payment service would run:
+//! `claim(key)` decides whether the caller owns a new record (and hands it a token: idem's
+//! fence, etcd's mod revision), replays a completed one, or reports someone else's pending
+//! claim; `complete(key, token)` stores the result, guarded by the token. What a claim costs
+//! on each store (one Raft entry on idem, one Txn on etcd) is exactly what the numbers compare.
+
+mod error;
+mod etcd;
+mod idem;
+
+use std::future::Future;
+
+pub use error::CallError;
+pub use etcd::EtcdBackend;
+pub use idem::IdemBackend;
+
+use crate::error::BenchError;
+
+/// What a claim decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimResult {
+    /// The caller owns a new (or taken-over) record; `complete` with this token.
+    Acquired(u64),
+    /// The record is completed: its result was replayed.
+    Replayed,
+    /// Someone else holds the record.
+    InProgress,
+    /// Any other decision (mismatch, failed record, ...): counted, never expected here.
+    Other,
+}
+
+/// A store under test. One value is one connection (or one SDK client); the runner opens
+/// `--connections` of them and spreads the clients over them.
+pub trait Backend: Send + Sync + Sized + 'static {
+    /// `idem` or `etcd`.
+    const NAME: &'static str;
+
+    /// Opens a connection to the store at `endpoints`; `index` says which of the runner's
+    /// connections this is (a backend without its own routing uses it to pick an endpoint).
+    fn connect(
+        endpoints: &[String],
+        index: usize,
+    ) -> impl Future<Output = Result<Self, BenchError>> + Send;
+
+    /// Claims `key`.
+    fn claim(&self, key: &str) -> impl Future<Output = Result<ClaimResult, CallError>> + Send;
+
+    /// Completes `key`, owned with `token` from its claim.
+    fn complete(&self, key: &str, token: u64)
+        -> impl Future<Output = Result<(), CallError>> + Send;
+}

@@ -1,0 +1,240 @@
+//! CPU time and memory of the server processes, read from `/proc` around a measured run.
+//!
+//! Throughput alone hides efficiency: on a 2-core machine shared by three nodes and the load
+//! generator, the store that burns less CPU per claim is the one that scales. Each node's
+//! `utime + stime` (all threads, `/proc/<pid>/stat`) is read when the measurement window opens
+//! and closes; its resident set (`VmRSS`) and peak (`VmHWM`) from `/proc/<pid>/status` at the end.
+//!
+//! The whole machine's busy time (`/proc/stat`) and the load generator's own CPU are read over
+//! the same window, so that a run disturbed by something else on the machine (another build, a
+//! backup) says so in its results instead of silently moving the numbers.
+
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A server process to watch: `NAME=PID` on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSpec {
+    /// A label, e.g. `n1` or `etcd2`.
+    pub name: String,
+    /// Its process id.
+    pub pid: u32,
+}
+
+impl FromStr for NodeSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (name, pid) = s
+            .split_once('=')
+            .ok_or_else(|| format!("expected NAME=PID, got '{s}'"))?;
+        let pid = pid
+            .trim()
+            .parse()
+            .map_err(|e| format!("bad pid in '{s}': {e}"))?;
+        Ok(NodeSpec {
+            name: name.trim().to_owned(),
+            pid,
+        })
+    }
+}
+
+/// What one node used during a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeUsage {
+    /// The label.
+    pub name: String,
+    /// The process id.
+    pub pid: u32,
+    /// CPU time (user + system) in the measurement window, in milliseconds.
+    pub cpu_ms: f64,
+    /// That CPU time divided by the run's operations, in microseconds.
+    pub cpu_us_per_op: f64,
+    /// Resident set at the end, MiB.
+    pub rss_mib: f64,
+    /// Peak resident set since the process started, MiB.
+    pub rss_peak_mib: f64,
+}
+
+/// CPU ticks (user + system) of `pid` so far; `None` once it is gone.
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces: fields are counted after its ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// `(VmRSS, VmHWM)` of `pid` in MiB.
+pub fn memory_mib(pid: u32) -> Option<(f64, f64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<f64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib / 1024.0)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Milliseconds per clock tick of `/proc/<pid>/stat`.
+fn ms_per_tick() -> f64 {
+    1000.0 / rustix::param::clock_ticks_per_second() as f64
+}
+
+/// Where the CPU of the machine went during a run, in cores (1.0 = one core busy all along).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineUsage {
+    /// Cores of the machine.
+    pub cores: usize,
+    /// Busy cores (everything but idle and iowait), all processes.
+    pub busy: f64,
+    /// The watched nodes together.
+    pub nodes: f64,
+    /// The load generator (this process).
+    pub load_generator: f64,
+    /// Interrupt and softirq time, attributed to no process (loopback TCP is processed there).
+    #[serde(default)]
+    pub irq: f64,
+    /// Everything else: `busy - nodes - load_generator - irq`: other processes and kernel
+    /// threads (including the file system's journal and writeback); high means a disturbed
+    /// run.
+    pub other: f64,
+}
+
+/// CPU counters when a measurement window opens.
+#[derive(Debug, Clone)]
+pub struct Window {
+    opened: std::time::Instant,
+    nodes: Vec<Option<u64>>,
+    machine: Option<Ticks>,
+    own: Option<u64>,
+}
+
+/// Machine-wide CPU ticks of all cores.
+#[derive(Debug, Clone, Copy)]
+struct Ticks {
+    busy: u64,
+    irq: u64,
+    total: u64,
+}
+
+/// Ticks of all cores from the first line of `/proc/stat`.
+fn machine_ticks() -> Option<Ticks> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let total: u64 = ticks.iter().take(8).sum();
+    // Fields: user nice system idle iowait irq softirq steal.
+    let idle = ticks.get(3)? + ticks.get(4)?;
+    let irq = ticks.get(5)? + ticks.get(6)?;
+    Some(Ticks {
+        busy: total - idle,
+        irq,
+        total,
+    })
+}
+
+/// Opens a window: the CPU ticks of every node, of the machine and of this process.
+pub fn start(nodes: &[NodeSpec]) -> Window {
+    Window {
+        opened: std::time::Instant::now(),
+        nodes: nodes.iter().map(|n| cpu_ticks(n.pid)).collect(),
+        machine: machine_ticks(),
+        own: cpu_ticks(std::process::id()),
+    }
+}
+
+/// Where the machine's CPU went since `window` opened (`node_ms`: the nodes' CPU, ms).
+pub fn machine(window: &Window, node_ms: f64) -> MachineUsage {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let secs = window.opened.elapsed().as_secs_f64().max(1e-9);
+    let (busy, irq) = match (window.machine, machine_ticks()) {
+        (Some(a), Some(b)) if b.total > a.total => {
+            let span = (b.total - a.total) as f64 / cores as f64;
+            (
+                b.busy.saturating_sub(a.busy) as f64 / span,
+                b.irq.saturating_sub(a.irq) as f64 / span,
+            )
+        }
+        _ => (0.0, 0.0),
+    };
+    let own = match (window.own, cpu_ticks(std::process::id())) {
+        (Some(a), Some(b)) => b.saturating_sub(a) as f64 * ms_per_tick() / 1000.0 / secs,
+        _ => 0.0,
+    };
+    let nodes = node_ms / 1000.0 / secs;
+    MachineUsage {
+        cores,
+        busy,
+        nodes,
+        load_generator: own,
+        irq,
+        other: (busy - nodes - own - irq).max(0.0),
+    }
+}
+
+/// What every node used since `window` opened, for `ops` operations; nodes that vanished are
+/// left out.
+pub fn finish(nodes: &[NodeSpec], window: &Window, ops: u64) -> Vec<NodeUsage> {
+    nodes
+        .iter()
+        .zip(&window.nodes)
+        .filter_map(|(node, before)| {
+            let ticks = cpu_ticks(node.pid)?.checked_sub((*before)?)?;
+            let (rss_mib, rss_peak_mib) = memory_mib(node.pid)?;
+            let cpu_ms = ticks as f64 * ms_per_tick();
+            Some(NodeUsage {
+                name: node.name.clone(),
+                pid: node.pid,
+                cpu_ms,
+                cpu_us_per_op: if ops == 0 {
+                    0.0
+                } else {
+                    cpu_ms * 1000.0 / ops as f64
+                },
+                rss_mib,
+                rss_peak_mib,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_specs_and_reads_this_process() {
+        let spec: NodeSpec = "n1=42".parse().unwrap();
+        assert_eq!(
+            spec,
+            NodeSpec {
+                name: "n1".into(),
+                pid: 42
+            }
+        );
+        assert!("n1".parse::<NodeSpec>().is_err());
+        let me = std::process::id();
+        assert!(cpu_ticks(me).is_some());
+        let (rss, peak) = memory_mib(me).unwrap();
+        assert!(rss > 0.0 && peak >= rss);
+        let nodes = vec![NodeSpec {
+            name: "me".into(),
+            pid: me,
+        }];
+        let window = start(&nodes);
+        let usage = finish(&nodes, &window, 10);
+        assert_eq!(usage.len(), 1);
+        assert!(usage[0].cpu_us_per_op >= 0.0);
+        let m = machine(&window, usage[0].cpu_ms);
+        assert!(m.cores >= 1 && m.other >= 0.0);
+    }
+}
