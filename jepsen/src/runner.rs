@@ -20,9 +20,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context as _};
 
 use crate::cluster::config::Timings;
-use crate::cluster::delay::DelayProxies;
 use crate::cluster::regions::Regions;
-use crate::cluster::{health, tools, Cluster, ClusterSpec, DelayMode};
+use crate::cluster::{health, tools, Cluster, ClusterSpec};
 use crate::history::Recorder;
 use crate::ledger::Ledger;
 use crate::ledger_service::{LedgerClient, LedgerService};
@@ -196,15 +195,9 @@ async fn run_body(
 ) -> anyhow::Result<Collected> {
     let topology = cluster.topology.clone();
     let ledger = LedgerService::start(&topology.ledger_addr(), Arc::clone(&recorder)).await?;
-    let _proxies = match cluster.delay_mode {
-        DelayMode::Proxy => Some(DelayProxies::start(&topology, &cluster.regions).await?),
-        DelayMode::None | DelayMode::Netem => None,
-    };
-    cluster.start_all()?;
+    let (_proxies, leader) = cluster.boot(Duration::from_secs(60)).await?;
     let admin = health::admin_client(&topology)?;
     let all = cluster.ids();
-    health::wait_healthy(&topology, &all, Duration::from_secs(60)).await?;
-    let leader = health::wait_leader(&admin, &topology, &all, Duration::from_secs(60)).await?;
     eprintln!("cluster up: {} node(s), leader n{leader}", all.len());
 
     let start = Instant::now();
@@ -286,7 +279,9 @@ async fn recover(
     Ok(())
 }
 
-async fn interrupted() -> &'static str {
+/// Waits for SIGINT or SIGTERM and names it (never returns when the handlers cannot be
+/// installed). Runs race their body against it, then clean up.
+pub async fn interrupted() -> &'static str {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut int), Ok(mut term)) = (
         signal(SignalKind::interrupt()),
@@ -300,7 +295,9 @@ async fn interrupted() -> &'static str {
     }
 }
 
-fn finish_history(recorder: Arc<Recorder>, dir: &Path) -> anyhow::Result<History> {
+/// Ends a run's history: the recorder's, or a snapshot of it when something still holds the
+/// recorder (a task that was cut off); also writes `history.json` into `dir`.
+pub fn finish_history(recorder: Arc<Recorder>, dir: &Path) -> anyhow::Result<History> {
     let history = match Arc::try_unwrap(recorder) {
         Ok(recorder) => recorder.finish()?,
         Err(shared) => {
@@ -340,7 +337,9 @@ pub fn run_dir(store: &Path, workload: &str, seed: u64) -> anyhow::Result<PathBu
     Ok(dir)
 }
 
-fn remove_data_dirs(nodes: &Path) {
+/// Removes the `data` directory of every node directory under `nodes` (configs and logs
+/// stay).
+pub fn remove_data_dirs(nodes: &Path) {
     let Ok(entries) = std::fs::read_dir(nodes) else {
         return;
     };

@@ -38,8 +38,11 @@ pub struct UpOptions {
     pub log_level: String,
 }
 
-/// Builds and starts a cluster and leaves it running.
-pub fn up(options: &UpOptions) -> anyhow::Result<ClusterState> {
+/// What `options` describe, checked against the machine: root, the system tools, the idemd
+/// binary, the region placement and the node timings for its largest RTT; creates the
+/// directory. Shared by `cluster up` and the region scenario (`idem-jepsen regions`), so
+/// both build the same emulated regions.
+pub fn spec(options: &UpOptions) -> anyhow::Result<ClusterSpec> {
     tools::require_root()?;
     tools::ensure_tools(tools::Needs {
         faketime: options.fake_clock,
@@ -47,18 +50,24 @@ pub fn up(options: &UpOptions) -> anyhow::Result<ClusterState> {
     let idemd = tools::locate_idemd(options.idemd.as_deref())?;
     let regions = Regions::new(options.nodes, options.regions, &options.rtts)?;
     let timings = Timings::for_rtt(regions.max_rtt());
-    std::fs::create_dir_all(&options.dir)?;
-    let dir = options.dir.canonicalize()?;
-    let spec = ClusterSpec {
+    std::fs::create_dir_all(&options.dir)
+        .with_context(|| format!("creating {}", options.dir.display()))?;
+    Ok(ClusterSpec {
         prefix: options.prefix.clone(),
         nodes: options.nodes,
         regions,
         idemd,
-        dir: dir.clone(),
+        dir: options.dir.canonicalize()?,
         timings,
         fake_clock: options.fake_clock,
         log_level: options.log_level.clone(),
-    };
+    })
+}
+
+/// Builds and starts a cluster and leaves it running.
+pub fn up(options: &UpOptions) -> anyhow::Result<ClusterState> {
+    let spec = spec(options)?;
+    let dir = spec.dir.clone();
     let cluster = Cluster::create(&spec)?;
     cluster.enter_hub()?;
     let proxy_pid = match cluster.delay_mode {

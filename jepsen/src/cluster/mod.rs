@@ -43,6 +43,7 @@ use cleanup::NetnsGuard;
 use clock::FakeClock;
 use command::Cmd;
 use config::{NodeConfig, Timings};
+use delay::DelayProxies;
 use netns::Topology;
 use node::NodeProcess;
 use regions::Regions;
@@ -136,6 +137,23 @@ impl Cluster {
             self.node(id).start()?;
         }
         Ok(())
+    }
+
+    /// Starts the cluster from inside the hub namespace (see [`Cluster::enter_hub`]): first
+    /// the delay proxies it needs ([`DelayMode::Proxy`]; they run until the returned value is
+    /// dropped), then every node. Waits until every node is healthy and a majority agrees on
+    /// a leader; returns the proxies and that leader.
+    pub async fn boot(&self, within: Duration) -> anyhow::Result<(Option<DelayProxies>, usize)> {
+        let proxies = match self.delay_mode {
+            DelayMode::Proxy => Some(DelayProxies::start(&self.topology, &self.regions).await?),
+            DelayMode::None | DelayMode::Netem => None,
+        };
+        self.start_all()?;
+        let all = self.ids();
+        health::wait_healthy(&self.topology, &all, within).await?;
+        let admin = health::admin_client(&self.topology)?;
+        let leader = health::wait_leader(&admin, &self.topology, &all, within).await?;
+        Ok((proxies, leader))
     }
 
     /// Ids of nodes whose process runs and is not paused.

@@ -8,9 +8,8 @@
 //! trip between regions costs the configured RTT.
 //!
 //! HTB rather than `prio` because some kernels (this project's CI VM among them) build HTB but
-//! not `prio`. Kernels without netem (`CONFIG_NET_SCH_NETEM`) cannot delay at all: the
-//! cluster then refuses `--rtt` with an explicit message instead of silently running without
-//! latency.
+//! not `prio`. Kernels without netem (`CONFIG_NET_SCH_NETEM`) get the same delays, between
+//! nodes, from user-space proxies on the hub ([`super::delay`]).
 
 use std::time::Duration;
 
@@ -82,9 +81,14 @@ impl Regions {
         self.placement[id - 1]
     }
 
+    /// The name of region `region` (0-based): `r1`, `r2`, ...
+    pub fn name(region: usize) -> String {
+        format!("r{}", region + 1)
+    }
+
     /// Region name of node `id` (`r1`, ...).
     pub fn region_name(&self, id: usize) -> String {
-        format!("r{}", self.region_of(id) + 1)
+        Regions::name(self.region_of(id))
     }
 
     /// Zone name of node `id`: its region plus a letter per node within the region.

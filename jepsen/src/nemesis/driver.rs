@@ -15,7 +15,7 @@ use anyhow::Context as _;
 use idem_client::Client;
 
 use super::membership::Membership;
-use super::partition::{self, Grudge};
+use super::partition;
 use super::{clock, kill, pause, Fault, Planned, Schedule};
 use crate::cluster::{health, Cluster};
 use crate::history::{Recorder, Value};
@@ -200,7 +200,7 @@ fn apply(
     match fault {
         Fault::Partition(shape) => {
             let grudge = shape.grudge(rng, &cluster.ids(), leader, &cluster.regions);
-            impose(cluster, &grudge)?;
+            partition::impose(cluster, &grudge)?;
             Ok((
                 Active::Partition,
                 "start-partition",
@@ -238,21 +238,10 @@ fn apply(
     }
 }
 
-fn impose(cluster: &Cluster, grudge: &Grudge) -> anyhow::Result<()> {
-    for (node, cmd) in partition::commands(&cluster.topology, grudge) {
-        cluster.in_node(node, cmd).run()?;
-    }
-    Ok(())
-}
-
 fn undo_fault(ctx: &Ctx<'_>, active: &Active) -> anyhow::Result<&'static str> {
     let cluster = ctx.cluster;
     match active {
-        Active::Partition => {
-            for id in cluster.ids() {
-                cluster.in_node(id, partition::heal_command()).run()?;
-            }
-        }
+        Active::Partition => partition::heal(cluster)?,
         Active::Killed(nodes) => kill::restart(cluster, nodes)?,
         Active::Paused(nodes) => pause::resume(cluster, nodes)?,
         Active::Skewed(nodes) => clock::reset(cluster, nodes)?,

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::cluster::command::Cmd;
 use crate::cluster::netns::Topology;
 use crate::cluster::regions::Regions;
+use crate::cluster::Cluster;
 use crate::rng::Rng;
 
 /// For each node, the nodes it drops packets from.
@@ -85,22 +86,19 @@ impl Shape {
                 complete_grudge(&[shuffled[..minority].to_vec(), shuffled[minority..].to_vec()])
             }
             Shape::Bridge => bridge_grudge(&shuffled),
-            Shape::Region => {
-                let region = rng.index(regions.count());
-                let inside: Vec<usize> = nodes
-                    .iter()
-                    .copied()
-                    .filter(|&n| regions.region_of(n) == region)
-                    .collect();
-                let outside: Vec<usize> = nodes
-                    .iter()
-                    .copied()
-                    .filter(|&n| regions.region_of(n) != region)
-                    .collect();
-                complete_grudge(&[inside, outside])
-            }
+            Shape::Region => region_grudge(regions, nodes, rng.index(regions.count())),
         }
     }
+}
+
+/// `region` (0-based) cut off from the other regions: its nodes among `nodes` on one side,
+/// every other node on the other.
+pub fn region_grudge(regions: &Regions, nodes: &[usize], region: usize) -> Grudge {
+    let (inside, outside): (Vec<usize>, Vec<usize>) = nodes
+        .iter()
+        .copied()
+        .partition(|&n| regions.region_of(n) == region);
+    complete_grudge(&[inside, outside])
 }
 
 /// Each node drops every node outside its own component.
@@ -177,6 +175,22 @@ pub fn heal_command() -> Cmd {
     Cmd::new(["iptables", "-w", "-F"])
 }
 
+/// Imposes `grudge` on `cluster`'s nodes.
+pub fn impose(cluster: &Cluster, grudge: &Grudge) -> anyhow::Result<()> {
+    for (node, cmd) in commands(&cluster.topology, grudge) {
+        cluster.in_node(node, cmd).run()?;
+    }
+    Ok(())
+}
+
+/// Heals every partition of `cluster` (flushes every node's filter table).
+pub fn heal(cluster: &Cluster) -> anyhow::Result<()> {
+    for id in cluster.ids() {
+        cluster.in_node(id, heal_command()).run()?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +225,10 @@ mod tests {
         let g = Shape::Halves.grudge(&mut rng, &nodes, None, &regions);
         let minority = g.values().filter(|d| d.len() == 3).count();
         assert_eq!(minority, 2);
+        let g = region_grudge(&regions, &nodes, 1);
+        assert_eq!(g[&2], set(&[1, 3, 4]));
+        assert_eq!(g[&5], set(&[1, 3, 4]));
+        assert_eq!(g[&3], set(&[2, 5]));
         let g = Shape::Region.grudge(&mut rng, &nodes, None, &regions);
         for (n, dropped) in &g {
             for m in dropped {
