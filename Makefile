@@ -30,6 +30,9 @@ test: bootstrap ## Run every test of the workspace.
 jepsen: bootstrap ## A short fault-injection run (3 nodes, partitions and kills, < 3 min; needs root).
 	jepsen/ci.sh
 
+regions: bootstrap ## The multi-region scenario (5 nodes, 3 emulated regions; figures and checks, ~1 min; needs root).
+	jepsen/regions.sh
+
 fmt: ## Format the workspace.
 	$(CARGO) fmt --all
 

@@ -8,13 +8,15 @@
 //! - [`results`]: the verdicts and counts written as `results.json`;
 //! - [`plot`]: `latency.png` and `rate.png` with fault windows shaded.
 //!
-//! The running half (the `test` and `cluster` subcommands):
+//! The running half (the `test`, `cluster` and `regions` subcommands):
 //! - [`cluster`]: idemd nodes in network namespaces, region delays, cleanup;
 //! - [`nemesis`]: partitions, kills, pauses, clock skew, membership changes, on a seeded
 //!   schedule;
 //! - [`workload`]: the register, conflict and takeover workloads and their worker protocol;
 //! - [`ledger_service`]: the side-effect downstream the workers call;
-//! - [`runner`]: one complete test run.
+//! - [`runner`]: one complete test run;
+//! - [`region_scenario`]: the scripted multi-region scenario (`regions` subcommand): latency
+//!   in global and affinity mode, local replays, concurrent claims, a home region cut off.
 //!
 //! See `jepsen/README.md` for the history schema, what each checker guarantees, and how to
 //! run tests.
@@ -27,6 +29,7 @@ pub mod ledger;
 pub mod ledger_service;
 pub mod nemesis;
 pub mod plot;
+pub mod region_scenario;
 pub mod results;
 pub mod rng;
 pub mod runner;

@@ -3,7 +3,8 @@
 //! `test` runs a cluster in network namespaces under a workload and a nemesis and judges the
 //! history; `check` re-checks a stored history (and its ledger) and prints the results, which
 //! is also what a test run does at its end, so a stored run can be re-judged after a checker
-//! changes; `cluster up|down|exec` leaves a namespaced cluster running for scripts.
+//! changes; `cluster up|down|exec` leaves a namespaced cluster running for scripts; `regions`
+//! runs the scripted multi-region scenario on such a cluster and reports its figures.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,6 +16,7 @@ use clap::{Parser, Subcommand};
 use idem_jepsen::checker::SearchBudget;
 use idem_jepsen::cluster::manage::{self, UpOptions};
 use idem_jepsen::cluster::regions::parse_rtts;
+use idem_jepsen::region_scenario::{self, error::ScenarioError};
 use idem_jepsen::runner::{self, TestOptions};
 use idem_jepsen::{check_all_with, nemesis, plot, workload, History, Ledger, Options};
 
@@ -37,6 +39,36 @@ enum Command {
     /// Manage a namespaced cluster left running for scripts (up, down, exec).
     #[command(subcommand)]
     Cluster(ClusterCommand),
+    /// The multi-region scenario on 5 nodes in 3 emulated regions: global vs affinity
+    /// latency, local replays, concurrent claims, a home region cut off and healed. Writes
+    /// DIR/regions.json. Exit status: 0 every check passed, 1 a check failed, 2 error, 130
+    /// interrupted.
+    Regions(RegionsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RegionsArgs {
+    /// Run directory: regions.json, the history, node configs and logs.
+    #[arg(long)]
+    dir: PathBuf,
+    /// RTT between regions: one value, or one per pair (r1-r2, r1-r3, r2-r3).
+    #[arg(long, default_value = "20ms,40ms,60ms")]
+    rtt: String,
+    /// Samples per latency series (and rounds of concurrent claims per tenant).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    samples: u64,
+    /// Prefix of the network namespaces.
+    #[arg(long, default_value = "idemr")]
+    prefix: String,
+    /// The idemd binary (default: next to this executable).
+    #[arg(long)]
+    idemd: Option<PathBuf>,
+    /// Keep the nodes' data directories.
+    #[arg(long)]
+    keep_data: bool,
+    /// idemd log filter.
+    #[arg(long, default_value = "info")]
+    log_level: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -198,6 +230,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check(&args).map(verdict),
         Command::Test(args) => test(&args),
         Command::Cluster(command) => cluster(command),
+        Command::Regions(args) => regions(&args),
     };
     match outcome {
         Ok(code) => code,
@@ -262,6 +295,36 @@ fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     Ok(verdict(results.valid))
+}
+
+fn regions(args: &RegionsArgs) -> anyhow::Result<ExitCode> {
+    let options = region_scenario::Options {
+        dir: args.dir.clone(),
+        rtts: parse_rtts(&args.rtt)?,
+        samples: usize::try_from(args.samples)?,
+        prefix: args.prefix.clone(),
+        idemd: args.idemd.clone(),
+        keep_data: args.keep_data,
+        log_level: args.log_level.clone(),
+    };
+    match region_scenario::run(&options) {
+        Ok(report) => {
+            print!("{}", report.table());
+            println!(
+                "report: {}",
+                report.dir.join(region_scenario::report::FILE).display()
+            );
+            Ok(verdict(report.passed))
+        }
+        Err(ScenarioError::Interrupted(signal)) => {
+            eprintln!(
+                "interrupted by {signal}; cluster torn down, partial report in {}",
+                args.dir.display()
+            );
+            Ok(ExitCode::from(130))
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 fn cluster(command: ClusterCommand) -> anyhow::Result<ExitCode> {
