@@ -16,7 +16,9 @@
 //!
 //! After the heal, leadership returns home and the failover ends with a new epoch (time
 //! measured from the heal), the refused HIGH-risk keys are acquired, and every key of this
-//! step is claimed again from every region: each replays the one completion. That no key
+//! step is claimed again from every region: each replays the one completion. The observer's
+//! per-group gauges (`idem_group_failover`, `_seconds`, `idem_group_leader_home`) are read
+//! at the end of the failover and once home again, so an operator's view is checked too. That no key
 //! was ever acquired twice is judged over the whole history at the end of the run.
 //!
 //! The partition is healed whatever happens in between.
@@ -59,6 +61,8 @@ pub struct IsolationFigures {
     pub partition: String,
     /// The bound tenant's group.
     pub group: GroupId,
+    /// The majority-side node whose view is reported.
+    pub observer: usize,
     /// Before the cut.
     pub before: Option<GroupView>,
     /// Once the failover was seen.
@@ -97,7 +101,18 @@ pub struct IsolationFigures {
     pub rechecks: usize,
     /// Answered COMPLETED.
     pub rechecks_completed: usize,
+    /// The observer's failover gauges of the group at the end of the failover.
+    pub gauges_during: BTreeMap<String, f64>,
+    /// And once home again.
+    pub gauges_after: BTreeMap<String, f64>,
 }
+
+/// The per-group gauges every node publishes (refreshed every 200 ms).
+const GAUGES: [&str; 3] = [
+    "idem_group_failover",
+    "idem_group_failover_seconds",
+    "idem_group_leader_home",
+];
 
 /// The keys of the step.
 struct Keys {
@@ -132,6 +147,7 @@ pub async fn run(
         cut_off: roles.cut_off_nodes.clone(),
         partition: partition::describe(&grudge),
         group,
+        observer: roles.observer_node,
         ..IsolationFigures::default()
     };
     let (before, _) = wait_for(
@@ -244,6 +260,7 @@ async fn during_failover(
         let (_, answer) = majority.claim(key, Risk::Normal).await;
         f.replays_completed += usize::from(answer.is_ok_and(|c| c.kind == ClaimKind::Completed));
     }
+    f.gauges_during = gauges(ctx, group).await?;
     Ok(())
 }
 
@@ -268,7 +285,22 @@ async fn after_heal(
                 usize::from(answer.is_ok_and(|c| c.kind == ClaimKind::Completed));
         }
     }
+    f.gauges_after = gauges(ctx, f.group).await?;
     Ok(())
+}
+
+/// The observer's [`GAUGES`] for `group`.
+async fn gauges(ctx: &Context, group: GroupId) -> Result<BTreeMap<String, f64>, ScenarioError> {
+    let mut values = BTreeMap::new();
+    for name in GAUGES {
+        let sample = format!("{name}{{group=\"{group}\"}}");
+        let value = ctx
+            .observer
+            .metric(ctx.roles.observer_node, &sample)
+            .await?;
+        values.insert(name.to_owned(), value);
+    }
+    Ok(values)
 }
 
 /// The cut-off side's HIGH-risk claims of `keys`, all at once, through a node of the
@@ -408,6 +440,18 @@ fn add_heal_checks(f: &IsolationFigures, report: &mut Report) {
             f.after.as_ref().map_or("-".into(), GroupView::describe),
             epochs.join(" -> ")
         ),
+    );
+    let gauge = |set: &BTreeMap<String, f64>, name: &str| set.get(name).copied().unwrap_or(-1.0);
+    let (during, after) = (&f.gauges_during, &f.gauges_after);
+    report.check(
+        "isolation",
+        "the failover gauges follow: idem_group_failover 1 -> 0, idem_group_leader_home 0 -> 1",
+        gauge(during, GAUGES[0]) == 1.0
+            && gauge(during, GAUGES[1]) > 0.0
+            && gauge(during, GAUGES[2]) == 0.0
+            && gauge(after, GAUGES[0]) == 0.0
+            && gauge(after, GAUGES[2]) == 1.0,
+        format!("on n{}: during {during:?}; after {after:?}", f.observer),
     );
     report.check(
         "isolation",
