@@ -229,6 +229,8 @@ async fn confirm(
         admin: admin.clone(),
     };
     propose(&backend, Command::Group(change)).await?;
+    // Answer with this node's view only once it has applied the change.
+    backend.read_barrier().await?;
     tracing::warn!(group, %new_home, %admin, "new home region confirmed by an operator: failover ended");
     let group = router
         .group_set()
