@@ -181,8 +181,6 @@ impl Node {
         let raft_port = RaftPort::spawn(groups.clone(), raft_listener);
         let backend = Arc::new(Router::new(
             groups.clone(),
-            config.node_id,
-            config.region.clone(),
             config.write_timeout,
             config.read_timeout,
         ));

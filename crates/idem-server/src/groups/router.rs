@@ -38,25 +38,15 @@ const REROUTE_PAUSE: Duration = Duration::from_millis(20);
 /// Routes API calls to groups.
 pub struct Router {
     groups: GroupSet,
-    node_id: u64,
-    region: String,
     write_timeout: Duration,
     read_timeout: Duration,
 }
 
 impl Router {
     /// A router over this node's groups.
-    pub fn new(
-        groups: GroupSet,
-        node_id: u64,
-        region: String,
-        write_timeout: Duration,
-        read_timeout: Duration,
-    ) -> Self {
+    pub fn new(groups: GroupSet, write_timeout: Duration, read_timeout: Duration) -> Self {
         Router {
             groups,
-            node_id,
-            region,
             write_timeout,
             read_timeout,
         }
@@ -65,16 +55,6 @@ impl Router {
     /// The groups.
     pub fn group_set(&self) -> &GroupSet {
         &self.groups
-    }
-
-    /// This node's id.
-    pub fn node_id(&self) -> u64 {
-        self.node_id
-    }
-
-    /// This node's region.
-    pub fn region(&self) -> &str {
-        &self.region
     }
 
     /// The bound of one write.

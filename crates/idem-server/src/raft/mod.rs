@@ -145,24 +145,9 @@ impl RaftBackend {
         &self.raft
     }
 
-    /// The group this backend proposes to.
-    pub fn group(&self) -> u64 {
-        self.group
-    }
-
     /// The applied state of this group on this node.
     pub fn reader(&self) -> &StateReader {
         &self.reader
-    }
-
-    /// This node's id.
-    pub fn node_id(&self) -> u64 {
-        self.node_id
-    }
-
-    /// This node's region.
-    pub fn region(&self) -> &str {
-        &self.region
     }
 
     /// Proposes `command` on the leader (here, or forwarded) and returns apply's outcome.
