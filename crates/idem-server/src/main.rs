@@ -9,6 +9,11 @@ use std::process::ExitCode;
 use idem_server::config::{ConfigError, Invocation};
 use idem_server::{shutdown, telemetry, Config, Node};
 
+/// mimalloc instead of glibc's malloc: allocation was ~10 % of a leader's CPU under load
+/// (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let Invocation {
         config,

@@ -61,8 +61,14 @@ pub fn open(dir: &Path) -> Result<(LogStore, StateMachine, StateReader), StoreEr
     )?);
     let applied = state_machine::read_applied(&db)?.map_or(0, |id| id.index());
     let (applied_tx, applied_rx) = tokio::sync::watch::channel(applied);
+    let placement = Arc::new(RocksState::new(db.clone()).get_placement()?);
+    let (placement_tx, placement_rx) = tokio::sync::watch::channel(placement);
     let log = LogStore::new(db.clone())?;
-    let state_machine = StateMachine::new(db.clone(), snapshots, applied_tx);
-    let reader = StateReader::new(db, applied_rx);
+    let published = state_machine::Published {
+        applied: applied_tx,
+        placement: placement_tx,
+    };
+    let state_machine = StateMachine::new(db.clone(), snapshots, published);
+    let reader = StateReader::new(db, applied_rx, placement_rx);
     Ok((log, state_machine, reader))
 }

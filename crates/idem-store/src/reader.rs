@@ -5,6 +5,11 @@
 //! replays of immutable terminal records, DESIGN.md §3). Reads are short, bounded RocksDB
 //! lookups and may run on the async executor; very large scans belong on the blocking pool.
 //! [`StateReader::subscribe`] lets a caller wait for the state machine to reach an index.
+//!
+//! The group's placement is not read from RocksDB: every routed call consults it, and with
+//! many bound tenants decoding it is O(tenants). The state machine publishes it in memory
+//! whenever apply or a snapshot install changes it, before the applied index moves, so a
+//! read after a barrier sees the placement of that index or later.
 
 use std::sync::Arc;
 
@@ -24,15 +29,22 @@ pub struct StateReader {
     db: Arc<Db>,
     state: RocksState,
     applied: watch::Receiver<u64>,
+    placement: watch::Receiver<Arc<Placement>>,
 }
 
 impl StateReader {
-    /// A reader over `db` that follows the applied index on `applied`.
-    pub(crate) fn new(db: Arc<Db>, applied: watch::Receiver<u64>) -> Self {
+    /// A reader over `db` that follows the applied index on `applied`
+    /// and the placement published on `placement`.
+    pub(crate) fn new(
+        db: Arc<Db>,
+        applied: watch::Receiver<u64>,
+        placement: watch::Receiver<Arc<Placement>>,
+    ) -> Self {
         StateReader {
             state: RocksState::new(db.clone()),
             db,
             applied,
+            placement,
         }
     }
 
@@ -86,8 +98,8 @@ impl StateReader {
 
     /// The group's placement state as applied here: the cluster configuration (global
     /// group) or the region group's home, admitted tenants and failover.
-    pub fn placement(&self) -> Result<Placement, StoreError> {
-        self.state.get_placement()
+    pub fn placement(&self) -> Arc<Placement> {
+        Arc::clone(&self.placement.borrow())
     }
 
     /// The last applied log id, `None` before anything was applied.

@@ -4,7 +4,8 @@
 //! A batch of entries is applied over an [`Overlay`] of the RocksDB state, so each command
 //! sees the effects of the ones before it; the overlay's merged write set, the last applied
 //! log id and the last membership then go to RocksDB as ONE `WriteBatch` (DESIGN.md §4).
-//! Responses are sent, and the applied index is published to readers, only after that
+//! Responses are sent, and the applied index (and any new placement) is published to
+//! readers, only after that
 //! write. The batch is not fsynced: the entries are already durable in the log, the log and
 //! the state share one ordered WAL, and the log is purged only up to a synced snapshot, so
 //! a crash can only lose a suffix that openraft re-applies from the log on restart (the
@@ -18,6 +19,7 @@ use std::sync::Arc;
 
 use futures::{Stream, TryStreamExt};
 use idem_core::store::Overlay;
+use idem_core::Placement;
 use openraft::entry::RaftEntry;
 use openraft::storage::{ApplyResponder, EntryResponder, RaftStateMachine};
 use openraft::{EntryPayload, OptionalSend};
@@ -37,24 +39,52 @@ use crate::types::{
 /// Most entries applied in one `WriteBatch`.
 const MAX_BATCH: usize = 1024;
 
+/// Largest chunk applied on the state-machine task itself. A small chunk is a few point
+/// reads and one unsynced write (tens of microseconds), less than the hand-off to the
+/// blocking pool and back, which every acknowledged write would otherwise wait for.
+const INLINE_BATCH: usize = 64;
+
+/// What the state machine publishes to the node's [`StateReader`](crate::StateReader)s.
+pub(crate) struct Published {
+    /// The last applied index.
+    pub(crate) applied: watch::Sender<u64>,
+    /// The group's placement, sent whenever it changes (before the index that changed it).
+    pub(crate) placement: watch::Sender<Arc<Placement>>,
+}
+
+impl Published {
+    /// Publishes the placement stored in `db` (after a snapshot replaced the state).
+    fn placement_of(&self, db: &Arc<Db>) -> Result<(), StoreError> {
+        let placement = RocksState::new(db.clone()).get_placement()?;
+        self.placement.send_replace(Arc::new(placement));
+        Ok(())
+    }
+}
+
+/// What applying a chunk produced.
+struct Applied {
+    /// One response per entry.
+    responses: Vec<Response>,
+    /// The last applied index (`None` for no entries).
+    last: Option<u64>,
+    /// The group's placement, if the chunk changed it.
+    placement: Option<Placement>,
+}
+
 /// openraft's state machine over the node's RocksDB.
 pub struct StateMachine {
     db: Arc<Db>,
     snapshots: Arc<SnapshotStore>,
-    applied: watch::Sender<u64>,
+    published: Published,
 }
 
 impl StateMachine {
-    /// A state machine over `db`, publishing applied indexes on `applied`.
-    pub(crate) fn new(
-        db: Arc<Db>,
-        snapshots: Arc<SnapshotStore>,
-        applied: watch::Sender<u64>,
-    ) -> Self {
+    /// A state machine over `db`, publishing applied indexes and placements on `published`.
+    pub(crate) fn new(db: Arc<Db>, snapshots: Arc<SnapshotStore>, published: Published) -> Self {
         StateMachine {
             db,
             snapshots,
-            applied,
+            published,
         }
     }
 
@@ -65,11 +95,18 @@ impl StateMachine {
         responders: Vec<Option<ApplyResponder<TypeConfig>>>,
     ) -> Result<(), StoreError> {
         let db = self.db.clone();
-        let (responses, last) = blocking(move || apply_batch(&db, entries)).await?;
-        if let Some(last) = last {
-            self.applied.send_replace(last);
+        let applied = if entries.len() <= INLINE_BATCH {
+            apply_batch(&db, entries)?
+        } else {
+            blocking(move || apply_batch(&db, entries)).await?
+        };
+        if let Some(placement) = applied.placement {
+            self.published.placement.send_replace(Arc::new(placement));
         }
-        for (responder, response) in responders.into_iter().zip(responses) {
+        if let Some(last) = applied.last {
+            self.published.applied.send_replace(last);
+        }
+        for (responder, response) in responders.into_iter().zip(applied.responses) {
             if let Some(responder) = responder {
                 responder.send(response);
             }
@@ -88,12 +125,8 @@ pub(crate) fn read_membership(db: &Db) -> Result<StoredMembership, StoreError> {
     Ok(db.get(Cf::SmMeta, MEMBERSHIP)?.unwrap_or_default())
 }
 
-/// Applies `entries` in order and writes their effects in one batch; returns one response
-/// per entry and the last applied index (`None` for no entries).
-fn apply_batch(
-    db: &Arc<Db>,
-    entries: Vec<Entry>,
-) -> Result<(Vec<Response>, Option<u64>), StoreError> {
+/// Applies `entries` in order and writes their effects in one batch.
+fn apply_batch(db: &Arc<Db>, entries: Vec<Entry>) -> Result<Applied, StoreError> {
     let state = RocksState::new(db.clone());
     let mut overlay = Overlay::new(&state);
     let mut responses = Vec::with_capacity(entries.len());
@@ -117,16 +150,26 @@ fn apply_batch(
         last = Some(log_id);
     }
     let Some(last) = last else {
-        return Ok((responses, None));
+        return Ok(Applied {
+            responses,
+            last: None,
+            placement: None,
+        });
     };
+    let writes = overlay.into_writes();
+    let placement = writes.placement.clone();
     let mut batch = WriteBatch::default();
-    state.stage(&mut batch, overlay.into_writes())?;
+    state.stage(&mut batch, writes)?;
     db.put(&mut batch, Cf::SmMeta, APPLIED, &last)?;
     if let Some(membership) = membership {
         db.put(&mut batch, Cf::SmMeta, MEMBERSHIP, &membership)?;
     }
     db.write(batch, false)?;
-    Ok((responses, Some(last.index())))
+    Ok(Applied {
+        responses,
+        last: Some(last.index()),
+        placement,
+    })
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {
@@ -177,8 +220,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let owned = meta.clone();
         blocking(move || snapshots.install(&owned, snapshot)).await?;
         tracing::info!(last_log_id = ?meta.last_log_id, "installed a snapshot");
+        self.published.placement_of(&self.db)?;
         let index = meta.last_log_id.as_ref().map_or(0, |id| id.index());
-        self.applied.send_replace(index);
+        self.published.applied.send_replace(index);
         Ok(())
     }
 

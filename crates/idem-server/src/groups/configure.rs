@@ -95,7 +95,7 @@ pub(super) fn view(group: &Group) -> GroupView {
         .and_then(|id| membership.get_node(&id))
         .map(|n| n.region.clone())
         .unwrap_or_default();
-    let state = group.placement().group;
+    let state = group.placement().group.clone();
     let home = state.as_ref().map(|s| s.home.clone()).unwrap_or_default();
     GroupView {
         group: group.id(),

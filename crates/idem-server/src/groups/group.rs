@@ -92,9 +92,8 @@ impl Group {
         self.backend.raft()
     }
 
-    /// The placement state this node has applied (default if unreadable: a read error
-    /// surfaces on the next real read).
-    pub fn placement(&self) -> Placement {
-        self.backend.reader().placement().unwrap_or_default()
+    /// The placement state this node has applied.
+    pub fn placement(&self) -> Arc<Placement> {
+        self.backend.reader().placement()
     }
 }

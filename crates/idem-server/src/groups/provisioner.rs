@@ -43,7 +43,7 @@ pub async fn run(groups: GroupSet, kit: GroupKit, shutdown: CancellationToken) {
 
 /// One pass: open, initialize and `Init` what is missing.
 async fn provision(groups: &GroupSet, kit: &GroupKit) -> Result<(), NodeError> {
-    let config = groups.global().placement().cluster;
+    let config = groups.global().placement().cluster.clone();
     for (region, id) in &config.regions {
         let group = match groups.get(*id) {
             Some(group) => group,

@@ -69,7 +69,12 @@ impl Router {
 
     /// The configuration as applied here.
     pub fn config(&self) -> ClusterConfig {
-        self.groups.global().placement().cluster
+        self.groups.global().placement().cluster.clone()
+    }
+
+    /// The group the configuration applied here names for `tenant`.
+    fn group_for(&self, tenant: &str) -> GroupId {
+        self.groups.global().placement().cluster.group_of(tenant)
     }
 
     /// The backend of `group`, or `WRONG_GROUP` while this node has not started it yet.
@@ -83,7 +88,7 @@ impl Router {
     /// The group a command goes to, by the configuration applied here.
     fn group_of(&self, command: &Command) -> GroupId {
         if let Some(tenant) = command.tenant() {
-            return self.config().group_of(tenant);
+            return self.group_for(tenant);
         }
         match command {
             Command::Reconcile(reconcile) => self
@@ -126,7 +131,7 @@ impl Router {
     async fn barrier_tenant(&self, tenant: &str) -> Result<Arc<Group>, ApiError> {
         let deadline = Instant::now() + self.read_timeout;
         loop {
-            let id = self.config().group_of(tenant);
+            let id = self.group_for(tenant);
             if let Some(group) = self.groups.get(id) {
                 group.backend().read_barrier().await?;
                 if group.placement().admits(tenant) {
@@ -144,7 +149,7 @@ impl Router {
     /// node has not started it yet).
     fn tenant_group(&self, tenant: &str) -> Arc<Group> {
         self.groups
-            .get(self.config().group_of(tenant))
+            .get(self.group_for(tenant))
             .unwrap_or_else(|| self.groups.global())
     }
 }

@@ -79,7 +79,7 @@ impl Steward {
     }
 
     async fn tend(&mut self, group: &Group) {
-        let Some(state) = group.placement().group else {
+        let Some(state) = group.placement().group.clone() else {
             return;
         };
         let metrics = group.raft().metrics().borrow_watched().clone();

@@ -427,8 +427,8 @@ impl RaftBackend {
         if self.group == idem_raft::GLOBAL_GROUP {
             return Ok(());
         }
-        let placement = self.reader.placement().map_err(store_error)?;
-        let Some(group) = placement.group else {
+        let placement = self.reader.placement();
+        let Some(group) = &placement.group else {
             return Err(ApiError::Rejected(idem_core::Rejection::WrongGroup));
         };
         let claim = matches!(command, Command::Claim(_));
