@@ -533,20 +533,20 @@ impl Peer {
             meta,
             snapshot: data,
         } = snapshot;
-        let data = Bytes::from(data);
+        let size = data.len();
         let header = SnapshotChunk {
             group,
             format: FORMAT as i32,
             chunk: Some(snapshot_chunk::Chunk::Header(SnapshotHeader {
                 vote: codec::encode("Vote", &vote).map_err(encode_error)?,
                 meta: codec::encode("SnapshotMeta", &meta).map_err(encode_error)?,
-                size: data.len() as u64,
+                size,
             })),
         };
         tracing::info!(
             target_node = self.route.target,
             group,
-            bytes = data.len(),
+            bytes = size,
             last_log_id = ?meta.last_log_id,
             "sending a snapshot"
         );
@@ -562,21 +562,23 @@ impl Peer {
                 .await
         };
         let send = async move {
-            let chunks = (0..data.len())
-                .step_by(chunk_size)
-                .map(|offset| SnapshotChunk {
+            if forward(&tx, header, ttl).await? {
+                return Ok(());
+            }
+            // The file is read one chunk at a time: memory stays bounded by a few chunks
+            // (this one, the channel's, the transport's), whatever the snapshot's size.
+            let data = Arc::new(data);
+            let mut offset = 0;
+            while offset < size {
+                let bytes = read_chunk(&data, offset, chunk_size).await?;
+                offset += bytes.len() as u64;
+                let chunk = SnapshotChunk {
                     group,
                     format: FORMAT as i32,
-                    chunk: Some(snapshot_chunk::Chunk::Data(
-                        data.slice(offset..data.len().min(offset + chunk_size)),
-                    )),
-                });
-            for chunk in std::iter::once(header).chain(chunks) {
-                match tokio::time::timeout(ttl, tx.send(chunk)).await {
-                    Err(_) => return Err(Elapsed),
-                    // The call ended (the receiver refused): its answer says why.
-                    Ok(Err(_closed)) => return Ok(()),
-                    Ok(Ok(())) => {}
+                    chunk: Some(snapshot_chunk::Chunk::Data(Bytes::from(bytes))),
+                };
+                if forward(&tx, chunk, ttl).await? {
+                    return Ok(());
                 }
             }
             // Dropping `tx` here ends the stream: the receiver installs.
@@ -597,10 +599,16 @@ impl Peer {
                     };
                 }
                 sent = &mut send, if reply_deadline.is_none() => {
-                    if sent.is_err() {
-                        return Err(StreamingError::Timeout(self.route.timeout(action, ttl)));
+                    match sent {
+                        Err(SendError::Elapsed) => {
+                            return Err(StreamingError::Timeout(self.route.timeout(action, ttl)));
+                        }
+                        Err(SendError::Read(e)) => {
+                            tracing::error!(error = %e, "cannot read the snapshot file to send");
+                            return Err(StreamingError::Network(NetworkError::new(&e)));
+                        }
+                        Ok(()) => reply_deadline = Some(Instant::now() + ttl),
                     }
-                    reply_deadline = Some(Instant::now() + ttl);
                 }
                 () = tokio::time::sleep_until(reply_deadline.unwrap_or_else(Instant::now)),
                     if reply_deadline.is_some() => {
@@ -614,6 +622,42 @@ impl Peer {
 /// A deadline passed.
 #[derive(Debug)]
 struct Elapsed;
+
+/// Why sending the chunks of a snapshot stopped.
+#[derive(Debug)]
+enum SendError {
+    /// The transport did not take a chunk within the deadline.
+    Elapsed,
+    /// The snapshot file could not be read.
+    Read(std::io::Error),
+}
+
+/// Hands `chunk` to the transport within `ttl`; `Ok(true)` when the call already ended
+/// (the receiver refused: its answer says why).
+async fn forward(
+    tx: &tokio::sync::mpsc::Sender<SnapshotChunk>,
+    chunk: SnapshotChunk,
+    ttl: Duration,
+) -> Result<bool, SendError> {
+    match tokio::time::timeout(ttl, tx.send(chunk)).await {
+        Err(_) => Err(SendError::Elapsed),
+        Ok(Err(_closed)) => Ok(true),
+        Ok(Ok(())) => Ok(false),
+    }
+}
+
+/// Reads up to `max` bytes of the snapshot file at `offset`, off the async executor.
+async fn read_chunk(
+    data: &Arc<SnapshotData>,
+    offset: u64,
+    max: usize,
+) -> Result<Vec<u8>, SendError> {
+    let data = Arc::clone(data);
+    tokio::task::spawn_blocking(move || data.read_chunk(offset, max))
+        .await
+        .map_err(|e| SendError::Read(std::io::Error::other(e)))?
+        .map_err(SendError::Read)
+}
 
 /// The answers of a pipelined append, as openraft consumes them.
 type Answers = BoxStream<'static, Result<StreamAppendResult<TypeConfig>, RPCError<TypeConfig>>>;
@@ -876,9 +920,12 @@ mod tests {
         );
 
         let mut peer = network.new_snapshot_client(2, &node).await;
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut data = SnapshotData::create_temporary(dir.path().join("s.part")).unwrap();
+        data.append(&vec![7; 3 << 20]).unwrap();
         let snapshot = Snapshot {
             meta: idem_store::SnapshotMeta::default(),
-            snapshot: vec![7; 3 << 20],
+            snapshot: data,
         };
         let never = futures::future::pending::<ReplicationClosed>();
         let err = peer

@@ -20,10 +20,11 @@ use idem_proto::raft_v1::raft_server::{Raft as RaftRpc, RaftServer};
 use idem_proto::raft_v1::{
     raft_reply, snapshot_chunk, RaftReply, RaftRequest, RemoteError, SnapshotChunk,
 };
-use idem_store::{Raft, Snapshot, SnapshotMeta, TypeConfig, Vote};
+use idem_store::{Raft, Snapshot, SnapshotData, SnapshotMeta, TypeConfig, Vote};
 use openraft::async_runtime::WatchReceiver;
 use openraft::errors::Fatal;
-use openraft::raft::{AppendEntriesRequest, TransferLeaderRequest, VoteRequest};
+use openraft::raft::{AppendEntriesRequest, SnapshotResponse, TransferLeaderRequest, VoteRequest};
+use prost::bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tonic::{Request, Response, Status, Streaming};
@@ -271,11 +272,22 @@ impl RaftRpc for RaftService {
         let vote: Vote = codec::decode("Vote", &header.vote).map_err(|e| e.to_status())?;
         let meta: SnapshotMeta =
             codec::decode("SnapshotMeta", &header.meta).map_err(|e| e.to_status())?;
-        let size = usize::try_from(header.size)
-            .map_err(|_| Status::invalid_argument("snapshot size does not fit in memory"))?;
-
-        // Reserve up front, but not more than a sane amount on the word of a header.
-        let mut data = Vec::with_capacity(size.min(256 << 20));
+        let size = header.size;
+        // Chunks go to a file in the group's snapshot directory as they arrive: receiving
+        // takes bounded memory whatever the snapshot's size. The file is deleted if the
+        // transfer fails or openraft does not install it.
+        let created = raft
+            .with_state_machine(|sm| Box::pin(async move { sm.begin_receiving_snapshot() }))
+            .await;
+        let mut file = match created {
+            Ok(file) => {
+                file.map_err(|e| Status::internal(format!("cannot create a snapshot file: {e}")))?
+            }
+            Err(fatal) => {
+                return reply::<SnapshotResponse<TypeConfig>>("SnapshotResponse", Err(fatal))
+                    .map(Response::new)
+            }
+        };
         while let Some(chunk) = input.message().await? {
             if chunk.group != group {
                 return Err(Status::invalid_argument(format!(
@@ -288,17 +300,17 @@ impl RaftRpc for RaftService {
                     "only data chunks may follow the header",
                 ));
             };
-            if data.len() + bytes.len() > size {
+            if file.len() + bytes.len() as u64 > size {
                 return Err(Status::invalid_argument(format!(
                     "snapshot data exceeds the announced {size} bytes"
                 )));
             }
-            data.extend_from_slice(&bytes);
+            file = append(file, bytes).await?;
         }
-        if data.len() != size {
+        if file.len() != size {
             return Err(Status::invalid_argument(format!(
                 "snapshot stream ended after {} of {size} bytes",
-                data.len()
+                file.len()
             )));
         }
         tracing::info!(
@@ -309,7 +321,7 @@ impl RaftRpc for RaftService {
         );
         let snapshot = Snapshot {
             meta,
-            snapshot: data,
+            snapshot: file,
         };
         let result = raft.install_full_snapshot(vote, snapshot).await;
         reply("SnapshotResponse", result).map(Response::new)
@@ -324,6 +336,14 @@ impl RaftRpc for RaftService {
         let result = raft.handle_transfer_leader(rpc).await;
         reply("TransferLeaderResponse", result).map(Response::new)
     }
+}
+
+/// Appends a received chunk to `file`, off the async executor.
+async fn append(mut file: SnapshotData, bytes: Bytes) -> Result<SnapshotData, Status> {
+    tokio::task::spawn_blocking(move || file.append(&bytes).map(|()| file))
+        .await
+        .map_err(|e| Status::internal(format!("snapshot write task failed: {e}")))?
+        .map_err(|e| Status::internal(format!("cannot write the snapshot file: {e}")))
 }
 
 /// Resolves when the Raft's core has stopped (its metrics sender is gone).

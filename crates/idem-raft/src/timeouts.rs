@@ -46,8 +46,11 @@ pub struct RaftTimeouts {
 /// When to snapshot and how much log to keep.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogPolicy {
-    /// Build a snapshot after this many log entries since the last one
-    /// (openraft `SnapshotPolicy::LogsSinceLast`).
+    /// Ask for a snapshot after this many log entries since the last one
+    /// (openraft `SnapshotPolicy::LogsSinceLast`). A floor: idem's state machine builds it
+    /// only once the entries since the last snapshot also reach half the number of records,
+    /// so that the cost of snapshots per entry stays O(1) as the state grows (see
+    /// `idem-store`'s `snapshot_policy` module and `docs/operations.md`).
     pub snapshot_logs_since_last: u64,
     /// Log entries already covered by a snapshot to keep anyway, so that a follower that is
     /// only a little behind catches up from the log instead of a full snapshot.

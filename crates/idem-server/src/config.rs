@@ -64,7 +64,9 @@ pub struct RaftConfig {
     pub heartbeat_interval: Duration,
     /// Minimum election timeout; the maximum is twice this.
     pub election_timeout: Duration,
-    /// Build a snapshot (and allow purging the log behind it) every this many log entries.
+    /// Build a snapshot (and allow purging the log behind it) after at least this many log
+    /// entries, and at least half as many entries as there are records (see
+    /// `docs/operations.md`, "Snapshots and compaction").
     pub snapshot_logs: u64,
 }
 
@@ -249,7 +251,7 @@ pub struct Cli {
     /// Raft minimum election timeout (max is twice it) [env: IDEM_RAFT_ELECTION_TIMEOUT] [default: 1s]
     #[arg(long, value_name = "DURATION")]
     raft_election_timeout: Option<String>,
-    /// Snapshot the state every N Raft log entries [env: IDEM_RAFT_SNAPSHOT_LOGS] [default: 10000]
+    /// Snapshot the state after at least N Raft log entries (and half the record count) [env: IDEM_RAFT_SNAPSHOT_LOGS] [default: 10000]
     #[arg(long, value_name = "N")]
     raft_snapshot_logs: Option<String>,
     /// Default lease of new records [env: IDEM_DEFAULT_LEASE] [default: 30s]
@@ -476,9 +478,10 @@ impl Config {
     }
 
     /// The Raft configuration this node runs with (validated): Pre-Vote on, election
-    /// timeout between `raft.election_timeout` and twice it, a snapshot every
-    /// `raft.snapshot_logs` entries with a tail of a tenth of that (at least 100 entries)
-    /// kept so a briefly lagging follower catches up by replication, not by a snapshot.
+    /// timeout between `raft.election_timeout` and twice it, a snapshot after at least
+    /// `raft.snapshot_logs` entries (a floor; the store waits for half the record count) with
+    /// a tail of a tenth of that (at least 100 entries) kept so a briefly lagging follower
+    /// catches up by replication, not by a snapshot.
     pub fn raft_config(&self) -> Result<openraft::Config, openraft::ConfigError> {
         let election = self.raft.election_timeout;
         let timeouts = idem_raft::RaftTimeouts {

@@ -35,6 +35,9 @@ pub(crate) const APPLIED: &[u8] = b"applied";
 pub(crate) const MEMBERSHIP: &[u8] = b"membership";
 /// `sm_meta` key of the current snapshot's pointer (meta and file name).
 pub(crate) const SNAPSHOT: &[u8] = b"snapshot";
+/// `sm_meta` key of the pointer to a snapshot being installed: present from before the
+/// state is cleared until the batch that completes the install (see the `install` module).
+pub(crate) const INSTALLING: &[u8] = b"installing";
 
 /// Encodes a value with bincode.
 pub(crate) fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, StoreError> {

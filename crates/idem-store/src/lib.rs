@@ -17,6 +17,7 @@
 //! <dir>/db/          RocksDB (column families raft_log, raft_meta, records, operations,
 //!                    expiry, audit, sm_meta)
 //! <dir>/snapshots/   the current snapshot file (see `snapshot` and `blob`)
+//! <dir>/snapshots/partial/   snapshots being built or received (emptied at open)
 //! ```
 
 mod blob;
@@ -24,9 +25,13 @@ mod builder;
 mod codec;
 mod db;
 mod error;
+mod frames;
+mod install;
 mod log_store;
 mod reader;
 mod snapshot;
+mod snapshot_file;
+mod snapshot_policy;
 mod state;
 mod state_machine;
 mod types;
@@ -39,6 +44,7 @@ pub use builder::SnapshotBuilder;
 pub use error::StoreError;
 pub use log_store::LogStore;
 pub use reader::StateReader;
+pub use snapshot_file::SnapshotFile;
 pub use state::RocksState;
 pub use state_machine::StateMachine;
 pub use types::{

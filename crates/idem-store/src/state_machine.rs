@@ -13,6 +13,10 @@
 //!
 //! Any storage error during apply is returned to openraft, which stops the node: a replica
 //! never continues from a state that might differ from the others' (DESIGN.md §6).
+//!
+//! Snapshots live on disk (the `snapshot` module); whether one is worth building when
+//! openraft's floor policy asks is decided by the `snapshot_policy` module, so that the
+//! cost of snapshots per applied entry stays O(1) as the state grows.
 
 use std::io;
 use std::sync::Arc;
@@ -31,6 +35,7 @@ use crate::codec::{APPLIED, MEMBERSHIP};
 use crate::db::{blocking, Cf, Db};
 use crate::error::StoreError;
 use crate::snapshot::SnapshotStore;
+use crate::snapshot_policy;
 use crate::state::RocksState;
 use crate::types::{
     Entry, LogId, Response, Snapshot, SnapshotData, SnapshotMeta, StoredMembership, TypeConfig,
@@ -86,6 +91,26 @@ impl StateMachine {
             snapshots,
             published,
         }
+    }
+
+    /// A new, empty file in this store's snapshot directory to receive a snapshot into
+    /// (then hand it to openraft's `install_full_snapshot`). Deleted when dropped unless
+    /// installed.
+    pub fn begin_receiving_snapshot(&self) -> Result<SnapshotData, StoreError> {
+        self.snapshots.temporary()
+    }
+
+    /// Whether a snapshot is worth building now (see the `snapshot_policy` module).
+    fn snapshot_due(&self) -> bool {
+        let records = match snapshot_policy::estimate_records(&self.db) {
+            Ok(records) => records,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot estimate the state size; snapshotting");
+                return true;
+            }
+        };
+        let applied = *self.applied.borrow();
+        snapshot_policy::due(applied, self.snapshots.last_index(), records)
     }
 
     /// Applies one chunk, then answers its callers.
@@ -204,6 +229,17 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             if !full {
                 return Ok(());
             }
+        }
+    }
+
+    async fn try_create_snapshot_builder(&mut self, force: bool) -> Option<Self::SnapshotBuilder> {
+        if force || self.snapshot_due() {
+            Some(SnapshotBuilder::new(self.snapshots.clone()))
+        } else {
+            tracing::debug!(
+                "snapshot deferred: too few entries since the last one for the state size"
+            );
+            None
         }
     }
 

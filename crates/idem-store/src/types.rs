@@ -72,8 +72,8 @@ pub type Entry = openraft::alias::EntryOf<TypeConfig>;
 pub type StoredMembership = openraft::alias::StoredMembershipOf<TypeConfig>;
 /// What a snapshot covers: last log id and membership.
 pub type SnapshotMeta = openraft::alias::SnapshotMetaOf<TypeConfig>;
-/// The bytes of a snapshot (format: see the crate docs).
-pub type SnapshotData = Vec<u8>;
+/// The data of a snapshot: an open file (format: see the crate docs), never bytes in memory.
+pub type SnapshotData = crate::SnapshotFile;
 /// A snapshot: meta and data.
 pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotData>;
 /// A Raft node running on these stores.

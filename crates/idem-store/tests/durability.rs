@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{append, apply, dump, entries, log_id, membership, reference, workload, NODE};
+use common::{
+    append, apply, dump, entries, log_id, membership, receive, reference, workload, NODE,
+};
 use openraft::storage::{RaftLogReader, RaftLogStorage, RaftSnapshotBuilder, RaftStateMachine};
 use tempfile::TempDir;
 
@@ -110,6 +112,8 @@ async fn snapshot_install_replaces_state() {
         .build_snapshot()
         .await
         .unwrap();
+    let bytes = std::fs::read(snapshot.snapshot.path()).unwrap();
+    assert_eq!(bytes.len() as u64, snapshot.snapshot.len());
 
     let installed_dump = {
         let (_f_log, mut follower, follower_reader) =
@@ -118,8 +122,9 @@ async fn snapshot_install_replaces_state() {
         apply(&mut follower, entries(1, 1, &workload(20)[40..])).await;
         assert_ne!(dump(&follower_reader), dump(&leader_reader));
         let watch = follower_reader.subscribe();
+        let received = receive(&follower, &bytes);
         follower
-            .install_snapshot(&snapshot.meta, snapshot.snapshot.clone())
+            .install_snapshot(&snapshot.meta, received)
             .await
             .unwrap();
         assert_eq!(dump(&follower_reader), dump(&leader_reader));
@@ -139,7 +144,7 @@ async fn snapshot_install_replaces_state() {
     assert_eq!(dump(&follower_reader), installed_dump);
     let current = follower.get_current_snapshot().await.unwrap().unwrap();
     assert_eq!(current.meta, snapshot.meta);
-    assert_eq!(current.snapshot, snapshot.snapshot);
+    assert_eq!(std::fs::read(current.snapshot.path()).unwrap(), bytes);
     let rebuilt = follower
         .get_snapshot_builder()
         .await
@@ -147,12 +152,39 @@ async fn snapshot_install_replaces_state() {
         .await
         .unwrap();
     assert_eq!(
-        rebuilt.snapshot, snapshot.snapshot,
+        std::fs::read(rebuilt.snapshot.path()).unwrap(),
+        bytes,
         "same state, same bytes"
     );
 }
 
-/// A damaged snapshot is refused as a whole and the state is left untouched.
+/// The leader's own snapshot file (not one received into this store) can be installed:
+/// it is copied, and the original is left alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn snapshot_of_another_store_is_copied_on_install() {
+    let (leader_dir, follower_dir) = (TempDir::new().unwrap(), TempDir::new().unwrap());
+    let (_l_log, mut leader, leader_reader) = idem_store::open(leader_dir.path()).unwrap();
+    apply(&mut leader, entries(1, 1, &workload(5))).await;
+    let snapshot = leader.get_current_snapshot().await.unwrap();
+    assert!(snapshot.is_none());
+    let built = leader
+        .get_snapshot_builder()
+        .await
+        .build_snapshot()
+        .await
+        .unwrap();
+    let original = built.snapshot.path().to_owned();
+    let (_f_log, mut follower, follower_reader) = idem_store::open(follower_dir.path()).unwrap();
+    follower
+        .install_snapshot(&built.meta, built.snapshot)
+        .await
+        .unwrap();
+    assert_eq!(dump(&follower_reader), dump(&leader_reader));
+    assert!(original.exists(), "the leader's snapshot is still there");
+}
+
+/// A damaged snapshot is refused as a whole, the state is left untouched, and the
+/// received file is deleted.
 #[tokio::test(flavor = "multi_thread")]
 async fn corrupt_snapshot_is_refused() {
     let dir = TempDir::new().unwrap();
@@ -164,18 +196,27 @@ async fn corrupt_snapshot_is_refused() {
         .build_snapshot()
         .await
         .unwrap();
+    let bytes = std::fs::read(snapshot.snapshot.path()).unwrap();
     let before = dump(&reader);
-    let mut damaged = snapshot.snapshot.clone();
+    let mut damaged = bytes.clone();
     let middle = damaged.len() / 2;
     damaged[middle] ^= 0x40;
-    assert!(sm.install_snapshot(&snapshot.meta, damaged).await.is_err());
-    let mut truncated = snapshot.snapshot.clone();
-    truncated.truncate(truncated.len() - 1);
-    assert!(sm
-        .install_snapshot(&snapshot.meta, truncated)
-        .await
-        .is_err());
+    let received = receive(&sm, &damaged);
+    assert!(sm.install_snapshot(&snapshot.meta, received).await.is_err());
+    let truncated = &bytes[..bytes.len() - 1];
+    let received = receive(&sm, truncated);
+    assert!(sm.install_snapshot(&snapshot.meta, received).await.is_err());
+    let mut foreign = bytes.clone();
+    foreign[..8].copy_from_slice(b"NOTIDEM!");
+    let received = receive(&sm, &foreign);
+    assert!(sm.install_snapshot(&snapshot.meta, received).await.is_err());
     assert_eq!(dump(&reader), before);
     let current = sm.get_current_snapshot().await.unwrap().unwrap();
-    assert_eq!(current.snapshot, snapshot.snapshot);
+    assert_eq!(std::fs::read(current.snapshot.path()).unwrap(), bytes);
+    let partial = dir.path().join("snapshots").join("partial");
+    assert_eq!(
+        std::fs::read_dir(partial).unwrap().count(),
+        0,
+        "refused files are deleted"
+    );
 }

@@ -9,7 +9,9 @@ use idem_core::command::{Command, PurgeSubject};
 use idem_core::store::Meta;
 use idem_core::testing::{Harness, BODY_A, BODY_B};
 use idem_core::{AuditEntry, MemoryStore, Record, StateStore, Timestamp};
-use idem_store::{Entry, LogId, LogStore, Request, StateMachine, StateReader, TypeConfig};
+use idem_store::{
+    Entry, LogId, LogStore, Request, SnapshotData, StateMachine, StateReader, TypeConfig,
+};
 use openraft::entry::RaftEntry;
 use openraft::storage::{IOFlushed, RaftLogStorage, RaftStateMachine};
 use openraft::type_config::TypeConfigExt;
@@ -99,6 +101,15 @@ pub async fn append(log: &mut LogStore, entries: Vec<Entry>) {
 pub async fn apply(sm: &mut StateMachine, entries: Vec<Entry>) {
     let items = entries.into_iter().map(|e| Ok((e, None)));
     sm.apply(stream::iter(items)).await.unwrap();
+}
+
+/// A snapshot file of `sm`'s store holding `bytes`, as the network receives one.
+pub fn receive(sm: &StateMachine, bytes: &[u8]) -> SnapshotData {
+    let mut file = sm.begin_receiving_snapshot().unwrap();
+    for chunk in bytes.chunks(1000) {
+        file.append(chunk).unwrap();
+    }
+    file
 }
 
 /// Everything a reader can see, for equality checks.
