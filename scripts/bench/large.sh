@@ -71,8 +71,12 @@ rss_empty="$(rss)"
 
 log "preloading $RECORDS records ($PRELOAD_CLIENTS concurrent loops)"
 preload_started=$SECONDS
+# Every node's RSS once a minute while the store fills ($OUT/rss.log): bounded or growing?
+(while sleep 60; do echo "$((SECONDS - preload_started))s $(rss)"; done >"$OUT/rss.log" 2>/dev/null) &
+sampler=$!
 "$BENCH" preload --records "$RECORDS" --clients "$PRELOAD_CLIENTS" --prefix "large-$$" | tee "$OUT/preload.txt" >&2
 preload_secs=$((SECONDS - preload_started))
+kill "$sampler" 2>/dev/null || true
 rss_loaded="$(rss)"
 
 log "full store"
@@ -88,6 +92,8 @@ data="$(du -sh "$IDEM_CLUSTER_DIR"/n1/data | cut -f1) per node (n1)"
     echo "rss empty:  $rss_empty"
     echo "rss loaded: $rss_loaded"
     echo "rss after:  $rss_full"
+    echo "rss while loading (every 60 s, seconds into the preload):"
+    sed 's/^/    /' "$OUT/rss.log"
     echo "data dir:   $data"
     awk -v e="$empty_p50_1" -v f="$full_p50_1" -v n="$RECORDS" 'BEGIN {
         r = f / e; printf "large: records=%d claim_p50_full/empty=%.2f (target <= 1.20: %s)\n", n, r, (r <= 1.2 ? "met" : "NOT met") }'

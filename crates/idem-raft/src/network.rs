@@ -17,7 +17,8 @@
 //! `soft_ttl` (3/4 of it) with [`Timeout`], so that openraft always sees a proper error:
 //! unary RPCs carry it as their gRPC deadline; the replication stream applies it to each
 //! response (measured from when its request was sent; an idle stream never times out);
-//! a snapshot transfer to each chunk and then to the receiver's install.
+//! a snapshot transfer to each chunk and then to the receiver's install (plus an allowance
+//! that grows with the snapshot's size).
 //!
 //! Errors. What the remote Raft answers, including rejections (higher vote, conflict), is
 //! a normal response. A transport failure is [`Unreachable`] (openraft backs off, with
@@ -607,7 +608,7 @@ impl Peer {
                             tracing::error!(error = %e, "cannot read the snapshot file to send");
                             return Err(StreamingError::Network(NetworkError::new(&e)));
                         }
-                        Ok(()) => reply_deadline = Some(Instant::now() + ttl),
+                        Ok(()) => reply_deadline = Some(Instant::now() + ttl + install_allowance(size)),
                     }
                 }
                 () = tokio::time::sleep_until(reply_deadline.unwrap_or_else(Instant::now)),
@@ -617,6 +618,19 @@ impl Peer {
             }
         }
     }
+}
+
+/// Slowest rate at which a receiver is expected to check and load a snapshot it received
+/// (digest, decoding, RocksDB batches; about 10x below what this machine class does).
+const INSTALL_BYTES_PER_SEC: u64 = 4 << 20;
+
+/// Time granted to the receiver's install on top of the RPC timeout, in proportion to the
+/// snapshot's size: `install_snapshot_timeout` alone would make a large state (gigabytes at
+/// millions of records) time out on every attempt, so a lagging follower would never
+/// catch up. A receiver that dies while installing closes the connection, which ends the
+/// wait at once.
+fn install_allowance(size: u64) -> Duration {
+    Duration::from_millis(size.saturating_mul(1000) / INSTALL_BYTES_PER_SEC)
 }
 
 /// A deadline passed.
@@ -856,6 +870,14 @@ impl RaftNetworkV2<TypeConfig> for Peer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn install_allowance_grows_with_the_snapshot() {
+        assert_eq!(install_allowance(0), Duration::ZERO);
+        assert_eq!(install_allowance(4 << 20), Duration::from_secs(1));
+        // A 10M-record state (~3.7 GB) gets a quarter of an hour, not the 10 s default.
+        assert!(install_allowance(3_700_000_000) > Duration::from_secs(800));
+    }
 
     #[test]
     fn backoff_doubles_with_jitter_up_to_the_cap() {

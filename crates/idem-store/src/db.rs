@@ -14,7 +14,7 @@
 //! | `operations` | 16-byte operation id | `RecordKey::encode` |
 //! | `expiry` | `ExpiryKey::encode` | `RecordKey::encode` |
 //! | `audit` | audit seq, u64 big-endian | bincode `AuditEntry` |
-//! | `sm_meta` | `core`, `applied`, `membership`, `snapshot` | bincode `Meta` / `LogId` / `StoredMembership` / snapshot pointer |
+//! | `sm_meta` | `core`, `applied`, `membership`, `placement`, `snapshot`, `installing` | bincode `Meta` / `LogId` / `StoredMembership` / `Placement` / snapshot pointer / pointer of an install in progress |
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

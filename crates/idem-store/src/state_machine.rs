@@ -109,7 +109,7 @@ impl StateMachine {
                 return true;
             }
         };
-        let applied = *self.applied.borrow();
+        let applied = *self.published.applied.borrow();
         snapshot_policy::due(applied, self.snapshots.last_index(), records)
     }
 
