@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rocksdb::{
-    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, DBRecoveryMode, IteratorMode, Options,
-    WriteBatch, WriteOptions, DB,
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBRecoveryMode, IteratorMode,
+    Options, WriteBatch, WriteOptions, DB,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -64,15 +64,20 @@ impl Cf {
     /// the core metadata in `sm_meta`).
     pub(crate) const STATE: [Cf; 4] = [Cf::Records, Cf::Operations, Cf::Expiry, Cf::Audit];
 
-    /// Per-family options: bloom filters where the API does point lookups by key
-    /// (records by scope and key, the operation-id index).
-    fn options(self) -> Options {
-        let mut options = Options::default();
+    /// Per-family options: every family reads through the database's one block cache,
+    /// index and filter blocks included (otherwise RocksDB keeps those of every table file
+    /// in memory, and memory grows with the data); bloom filters where the API does point
+    /// lookups by key (records by scope and key, the operation-id index).
+    fn options(self, cache: &Cache) -> Options {
+        let mut table = BlockBasedOptions::default();
+        table.set_block_cache(cache);
+        table.set_cache_index_and_filter_blocks(true);
+        table.set_pin_l0_filter_and_index_blocks_in_cache(true);
         if matches!(self, Cf::Records | Cf::Operations) {
-            let mut table = BlockBasedOptions::default();
             table.set_bloom_filter(10.0, false);
-            options.set_block_based_table_factory(&table);
         }
+        let mut options = Options::default();
+        options.set_block_based_table_factory(&table);
         options
     }
 
@@ -109,7 +114,18 @@ impl Db {
         // already has lets `fdatasync` skip the filesystem journal (no size or extent
         // change), which is most of the cost of the sync every acknowledged write waits for.
         options.set_recycle_log_file_num(4);
-        let db = open_waiting(&options, path)?;
+        // A WAL file is deleted (or recycled) only once every column family holding data in
+        // it has flushed. The small families (Raft metadata, state metadata, audit) fill
+        // their memtables slowly and would pin every WAL until RocksDB's default cap of
+        // 4 x the total write buffers (gigabytes): disk and restart replay time with it.
+        // Past this size, RocksDB flushes the families pinning the oldest WAL.
+        options.set_max_total_wal_size(MAX_TOTAL_WAL_BYTES);
+        // Memory is bounded by these two budgets (plus RocksDB's small fixed overhead),
+        // not by the number of records: memtables of all families together, and the
+        // block cache that also holds index and filter blocks.
+        options.set_db_write_buffer_size(MEMTABLE_BYTES);
+        let cache = Cache::new_lru_cache(BLOCK_CACHE_BYTES)?;
+        let db = open_waiting(&options, &cache, path)?;
         for cf in Cf::ALL {
             db.cf_handle(cf.name())
                 .ok_or(StoreError::MissingColumnFamily(cf.name()))?;
@@ -184,6 +200,15 @@ impl Db {
     }
 }
 
+/// Memtables of all column families together; past it RocksDB flushes the largest.
+const MEMTABLE_BYTES: usize = 128 << 20;
+
+/// The block cache of the database (data, index and filter blocks of every family).
+const BLOCK_CACHE_BYTES: usize = 128 << 20;
+
+/// Most bytes of WAL files kept alive before the oldest one's column families are flushed.
+const MAX_TOTAL_WAL_BYTES: u64 = 256 << 20;
+
 /// How long [`Db::open`] waits for an earlier instance in this process to close.
 const CLOSE_WAIT: Duration = Duration::from_secs(10);
 
@@ -191,12 +216,12 @@ const CLOSE_WAIT: Duration = Duration::from_secs(10);
 /// lock: after a Raft node shuts down, its tasks drop their store handles asynchronously,
 /// and a restart in the same process (tests, embedded use) must not race them. A lock held
 /// by another process fails at once.
-fn open_waiting(options: &Options, path: &Path) -> Result<DB, StoreError> {
+fn open_waiting(options: &Options, cache: &Cache, path: &Path) -> Result<DB, StoreError> {
     let deadline = Instant::now() + CLOSE_WAIT;
     loop {
         let families = Cf::ALL
             .iter()
-            .map(|cf| ColumnFamilyDescriptor::new(cf.name(), cf.options()));
+            .map(|cf| ColumnFamilyDescriptor::new(cf.name(), cf.options(cache)));
         match DB::open_cf_descriptors(options, path, families) {
             Ok(db) => return Ok(db),
             Err(e) if held_by_this_process(&e) && Instant::now() < deadline => {
