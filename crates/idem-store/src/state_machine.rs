@@ -44,11 +44,6 @@ use crate::types::{
 /// Most entries applied in one `WriteBatch`.
 const MAX_BATCH: usize = 1024;
 
-/// Largest chunk applied on the state-machine task itself. A small chunk is a few point
-/// reads and one unsynced write (tens of microseconds), less than the hand-off to the
-/// blocking pool and back, which every acknowledged write would otherwise wait for.
-const INLINE_BATCH: usize = 64;
-
 /// What the state machine publishes to the node's [`StateReader`](crate::StateReader)s.
 pub(crate) struct Published {
     /// The last applied index.
@@ -120,11 +115,11 @@ impl StateMachine {
         responders: Vec<Option<ApplyResponder<TypeConfig>>>,
     ) -> Result<(), StoreError> {
         let db = self.db.clone();
-        let applied = if entries.len() <= INLINE_BATCH {
-            apply_batch(&db, entries)?
-        } else {
-            blocking(move || apply_batch(&db, entries)).await?
-        };
+        // On the blocking pool, never on an async worker: a RocksDB write can wait behind
+        // the WAL sync of the log writer, and a stalled worker delays every task on it
+        // (applying small chunks inline was tried: loopback CPU -12 %, but with several
+        // groups per node and WAN latencies, claim medians +15 ms; see performance.md).
+        let applied = blocking(move || apply_batch(&db, entries)).await?;
         if let Some(placement) = applied.placement {
             self.published.placement.send_replace(Arc::new(placement));
         }
