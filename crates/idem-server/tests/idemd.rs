@@ -104,24 +104,28 @@ fn sigterm_stops_the_node_gracefully() {
     });
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut log = Vec::new();
-    let wait_for = |needle: &str, log: &mut Vec<String>| loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no {needle:?} in log:\n{}", log.join("\n")));
-        let found = line.contains(needle);
-        log.push(line);
-        if found {
-            return;
+    // Waits until every needle has appeared, in any order: "health status changed" and
+    // "node started" are logged by different tasks and may come either way round.
+    let wait_for = |needles: &[&str], log: &mut Vec<String>| {
+        let mut missing: Vec<&str> = needles.to_vec();
+        while !missing.is_empty() {
+            let line = rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("no {missing:?} in log:\n{}", log.join("\n")));
+            missing.retain(|needle| !line.contains(needle));
+            log.push(line);
         }
     };
-    wait_for("\"message\":\"node started\"", &mut log);
-    wait_for("health status changed", &mut log);
+    wait_for(
+        &["\"message\":\"node started\"", "health status changed"],
+        &mut log,
+    );
     let status = Command::new("kill")
         .args(["-TERM", &child.0.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    wait_for("node stopped", &mut log);
+    wait_for(&["node stopped"], &mut log);
     let mut child = child;
     let exit = child.0.wait().unwrap();
     assert_eq!(exit.code(), Some(0), "{}", log.join("\n"));
