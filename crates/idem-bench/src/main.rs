@@ -18,7 +18,6 @@ mod preload;
 mod probe;
 mod progress;
 mod results;
-mod rng;
 mod runner;
 mod stats;
 mod summary;

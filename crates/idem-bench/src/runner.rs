@@ -25,9 +25,9 @@ use crate::node::{self, NodeSpec};
 use crate::preload;
 use crate::progress::Progress;
 use crate::results::RunResult;
-use crate::rng::Rng;
 use crate::stats::Recorder;
 use crate::workload::{execute, KeySpace, Shape, Workload};
+use idem_jepsen::rng::Rng;
 
 /// Open-loop runs stop sending this long after the window closed, whatever is left.
 const OPEN_LOOP_GRACE: Duration = Duration::from_secs(1);

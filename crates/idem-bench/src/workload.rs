@@ -18,8 +18,8 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, ClaimResult};
-use crate::rng::Rng;
 use crate::stats::{Recorder, Sample};
+use idem_jepsen::rng::Rng;
 
 /// A traffic pattern.
 #[derive(
@@ -129,11 +129,12 @@ impl KeySpace {
     }
 
     fn completed(&self, rng: &mut Rng) -> Option<&str> {
-        (!self.pool.is_empty()).then(|| self.pool[rng.index(self.pool.len())].as_str())
+        (!self.pool.is_empty())
+            .then(|| self.pool[rng.below(self.pool.len() as u64) as usize].as_str())
     }
 
     fn hot(&self, rng: &mut Rng) -> (usize, u64, String) {
-        let slot = rng.index(self.hot.len());
+        let slot = rng.below(self.hot.len() as u64) as usize;
         let generation = self.hot[slot].load(Ordering::Acquire);
         (
             slot,
