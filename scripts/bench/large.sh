@@ -9,7 +9,8 @@
 #
 # Environment: BENCH_LARGE_RECORDS [10000000], BENCH_LARGE_CLIENTS [256] (preload
 # concurrency), BENCH_DURATION [10s], BENCH_SETTLE [600] (most seconds to wait for the
-# nodes to go idle after the preload), BENCH_OUT [/tmp/idem-bench/large-<time>], BENCH_WORK,
+# nodes to go idle after the preload; settle.log says which threads kept them busy),
+# BENCH_OUT [/tmp/idem-bench/large-<time>], BENCH_WORK,
 # CARGO_TARGET_DIR, BENCH_NO_BUILD=1 (as compare.sh). The cluster is torn down at the end and
 # its directory (gigabytes) removed after a successful run unless BENCH_WORK was given.
 set -euo pipefail
@@ -90,9 +91,26 @@ cpu_ticks() {
     done
     echo "$total"
 }
+# CPU ticks of every thread, summed per node and thread name ("n1 rocksdb:low 1234").
+thread_ticks() {
+    local n pid
+    for n in 1 2 3; do
+        pid="$(cat "$IDEM_CLUSTER_DIR/n$n/pid")"
+        for t in /proc/"$pid"/task/*; do
+            echo "n$n $(tr -d ' ' <"$t/comm") $(awk '{print $14 + $15}' "$t/stat" 2>/dev/null || echo 0)"
+        done
+    done | awk '{s[$1 " " $2] += $3} END {for (k in s) print k, s[k]}' | sort
+}
+# Where the settling CPU goes ($OUT/settle.log): per 10 s window, the busiest threads.
 settle_started=$SECONDS
 while ((SECONDS - settle_started < ${BENCH_SETTLE:-600})); do
-    before=$(cpu_ticks); sleep 10; after=$(cpu_ticks)
+    before=$(cpu_ticks); threads_before="$(thread_ticks)"; sleep 10; after=$(cpu_ticks)
+    {
+        echo "$((SECONDS - settle_started))s: $((after - before)) ticks in 10 s, busiest threads:"
+        join -j1 <(echo "$threads_before" | awk '{print $1 "/" $2, $3}' | sort) \
+            <(thread_ticks | awk '{print $1 "/" $2, $3}' | sort) |
+            awk '{print $3 - $2, $1}' | sort -rn | head -n 6 | sed 's/^/    /'
+    } >>"$OUT/settle.log"
     # ticks are 1/100 s: under 10 ticks in 10 s is under 10 % of a core
     if ((after - before < 10)); then break; fi
 done
@@ -113,6 +131,8 @@ data="$(du -sh "$IDEM_CLUSTER_DIR"/n1/data | cut -f1) per node (n1)"
     echo "rss while loading (every 60 s, seconds into the preload):"
     sed 's/^/    /' "$OUT/rss.log"
     echo "data dir:   $data"
+    echo "settling (busiest threads per 10 s window, CPU ticks of 1/100 s):"
+    sed 's/^/    /' "$OUT/settle.log"
     awk -v e="$empty_p50_1" -v f="$full_p50_1" -v n="$RECORDS" 'BEGIN {
         r = f / e; printf "large: records=%d claim_p50_full/empty=%.2f (target <= 1.20: %s)\n", n, r, (r <= 1.2 ? "met" : "NOT met") }'
 } | tee "$OUT/summary.txt"

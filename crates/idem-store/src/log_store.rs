@@ -8,6 +8,10 @@
 //! and `committed` need not be (openraft re-derives both), but since the WAL is ordered they
 //! become durable with the next synced write anyway.
 //!
+//! The tail of the log is also kept in memory (the `entry_cache` module): the state machine
+//! and the replication tasks read every entry right after it is appended, and serving those
+//! reads from memory spares each a trip to the blocking pool and a RocksDB iterator.
+//!
 //! Purge never passes what is covered elsewhere: openraft purges only up to the last log id
 //! of a snapshot, and a snapshot is fsynced (file and pointer) before openraft learns of it.
 //! The purge itself is a synced write, so every state-machine batch written before it (they
@@ -16,7 +20,7 @@
 use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use openraft::entry::RaftEntry;
 use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
@@ -25,6 +29,7 @@ use rocksdb::{Direction, IteratorMode, WriteBatch};
 
 use crate::codec::{self, COMMITTED, LAST_PURGED, VOTE};
 use crate::db::{blocking, Cf, Db};
+use crate::entry_cache::{self, EntryCache};
 use crate::error::StoreError;
 use crate::types::{Entry, LogId, TypeConfig, Vote};
 use crate::writer::LogWriter;
@@ -35,19 +40,46 @@ const MAX_READ_BYTES: usize = 4 << 20;
 
 /// openraft's log storage (and log reader) over the node's RocksDB.
 ///
-/// Cheap to clone: clones share the database and the writer thread, which stops when the
-/// last clone is dropped.
+/// Cheap to clone: clones share the database, the cache of recent entries and the writer
+/// thread, which stops when the last clone is dropped.
 #[derive(Clone)]
 pub struct LogStore {
     db: Arc<Db>,
     writer: Arc<LogWriter>,
+    recent: Arc<Mutex<EntryCache>>,
 }
 
 impl LogStore {
     /// A log store over `db`, with its writer thread.
     pub(crate) fn new(db: Arc<Db>) -> Result<Self, StoreError> {
         let writer = Arc::new(LogWriter::spawn(db.clone())?);
-        Ok(LogStore { db, writer })
+        let recent = EntryCache::new(entry_cache::MAX_ENTRIES, entry_cache::MAX_BYTES);
+        Ok(LogStore {
+            db,
+            writer,
+            recent: Arc::new(Mutex::new(recent)),
+        })
+    }
+
+    /// The cache of recent entries (a panic while it was held cannot leave it torn: each
+    /// operation either completes or leaves a valid, shorter suffix).
+    fn recent(&self) -> MutexGuard<'_, EntryCache> {
+        self.recent.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `[start, end)` from the cache when it holds that part of the log, else from RocksDB
+    /// on the blocking pool.
+    async fn read(
+        &self,
+        start: u64,
+        end: Option<u64>,
+        max_bytes: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        if let Some(entries) = self.recent().range(start, end, max_bytes) {
+            return Ok(entries);
+        }
+        let db = self.db.clone();
+        blocking(move || read_range(&db, start, end, max_bytes)).await
     }
 
     /// The id of the last entry present, if any.
@@ -65,20 +97,20 @@ impl LogStore {
         }
     }
 
+    /// The write of `entries`, and the entries with their encoded sizes (for the cache).
     fn append_batch(
         &self,
         entries: impl IntoIterator<Item = Entry>,
-    ) -> Result<WriteBatch, StoreError> {
+    ) -> Result<(WriteBatch, Vec<(Entry, usize)>), StoreError> {
         let mut batch = WriteBatch::default();
+        let mut sized = Vec::new();
+        let log = self.db.cf(Cf::RaftLog);
         for entry in entries {
-            self.db.put(
-                &mut batch,
-                Cf::RaftLog,
-                &codec::u64_key(entry.index()),
-                &entry,
-            )?;
+            let value = codec::encode(&entry)?;
+            batch.put_cf(log, codec::u64_key(entry.index()), &value);
+            sized.push((entry, value.len()));
         }
-        Ok(batch)
+        Ok((batch, sized))
     }
 
     fn truncate_batch(&self, from: u64) -> WriteBatch {
@@ -133,7 +165,8 @@ fn read_range(
     for item in iter {
         let (key, value) = item?;
         let index = codec::key_u64(&key, "raft log key")?;
-        if end.is_some_and(|end| index >= end) || bytes >= max_bytes {
+        let full = !entries.is_empty() && bytes >= max_bytes;
+        if full || end.is_some_and(|end| index >= end) {
             break;
         }
         let entry: Entry = codec::decode(&value)?;
@@ -183,8 +216,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
         let Some((start, end)) = index_bounds(&range) else {
             return Ok(Vec::new());
         };
-        let db = self.db.clone();
-        Ok(blocking(move || read_range(&db, start, end, usize::MAX)).await?)
+        Ok(self.read(start, end, usize::MAX).await?)
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
@@ -196,8 +228,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
         start: u64,
         end: u64,
     ) -> Result<Vec<Entry>, io::Error> {
-        let db = self.db.clone();
-        Ok(blocking(move || read_range(&db, start, Some(end), MAX_READ_BYTES)).await?)
+        Ok(self.read(start, Some(end), MAX_READ_BYTES).await?)
     }
 }
 
@@ -224,7 +255,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
         let batch = self.meta_batch(COMMITTED, committed.as_ref())?;
-        Ok(self.writer.write(batch, false).await?)
+        // Not awaited: RaftCore waits for this before it applies, and behind an fsync in
+        // the writer's queue that wait was up to a WAL sync long. Durability is not asked
+        // for; the writer keeps the order, and a failed write fails the next append too.
+        Ok(self.writer.write_detached(batch)?)
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
@@ -240,7 +274,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let batch = self.append_batch(entries)?;
+        let (batch, sized) = self.append_batch(entries)?;
+        // Cached first, in call order like the log itself: openraft reads the entries only
+        // once this returns, and by then the writer has written them too.
+        self.recent().append(sized);
         Ok(self.writer.append(batch, callback).await?)
     }
 
@@ -248,6 +285,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let from = last_log_id.map_or(0, |id| id.index().saturating_add(1));
         tracing::debug!(from, "truncating the raft log");
         let batch = self.truncate_batch(from);
+        self.recent().truncate_from(from);
         Ok(self.writer.write(batch, false).await?)
     }
 
@@ -258,6 +296,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         }
         tracing::debug!(upto = upto.index(), "purging the raft log");
         let batch = self.purge_batch(&upto)?;
+        self.recent().purge_upto(upto.index());
         Ok(self.writer.write(batch, true).await?)
     }
 }

@@ -4,18 +4,22 @@
 //! The ratio at one concurrency says who is faster; the curves say why: a store whose
 //! throughput flattens while its latency climbs is saturated (CPU, fsync, a lock), one whose
 //! p99 leaves its p50 behind has queueing or stalls.
-
-mod font;
+//!
+//! Text is drawn with the jepsen harness's font loader, from `$IDEM_BENCH_FONT` or Debian's
+//! DejaVu Sans.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use idem_jepsen::plot::font::{text_available_from, FAMILY};
 use plotters::prelude::*;
 
 use crate::aggregate::{headline, Point, PointKey};
 use crate::error::BenchError;
 use crate::workload::Workload;
-use font::{text_available, FAMILY};
+
+/// Environment variable naming a TrueType font file for the plots' text.
+pub const FONT_ENV: &str = "IDEM_BENCH_FONT";
 
 const WIDTH: u32 = 1000;
 const HEIGHT: u32 = 600;
@@ -83,7 +87,7 @@ fn x_range(series: &Series<'_>) -> (f64, f64) {
 }
 
 fn draw_latency(series: &Series<'_>, workload: Workload, path: &Path) -> Result<(), String> {
-    let text = text_available();
+    let text = text_available_from(FONT_ENV);
     let values = series
         .iter()
         .flat_map(|(_, pts)| pts.iter().flat_map(|(_, p)| [p.p50_ms, p.p99_ms]));
@@ -167,7 +171,7 @@ fn draw_latency(series: &Series<'_>, workload: Workload, path: &Path) -> Result<
 }
 
 fn draw_throughput(series: &Series<'_>, workload: Workload, path: &Path) -> Result<(), String> {
-    let text = text_available();
+    let text = text_available_from(FONT_ENV);
     let hi = series
         .iter()
         .flat_map(|(_, pts)| pts.iter().map(|(_, p)| p.throughput))
