@@ -39,5 +39,6 @@ fmt: ## Format the workspace.
 run: bootstrap ## Start a dev node with data under ./data.
 	$(CARGO) run --release --bin idemd
 
-bench: bootstrap ## idem vs etcd side by side (3 nodes each, < 10 min; needs etcd-server): scripts/bench/compare.sh.
+bench: ## idem vs etcd side by side (3 nodes each, < 10 min; installs etcd-server when missing): scripts/bench/compare.sh.
+	@scripts/bootstrap.sh --bench
 	scripts/bench/compare.sh

@@ -5,11 +5,15 @@
 #   libclang-dev     bindgen, for the RocksDB binding
 #   iproute2 iptables libfaketime   the jepsen harness (namespaces, partitions, clock skew)
 #   fonts-dejavu-core               labels in the jepsen plots
+#   etcd-server etcd-client         only with --bench: the store `make bench` compares against
 #
 # Idempotent and quiet when everything is present. Needs root (or sudo) to install.
 set -euo pipefail
 
 packages=(librocksdb-dev libclang-dev iproute2 iptables libfaketime fonts-dejavu-core)
+if [[ "${1:-}" == --bench ]]; then
+  packages+=(etcd-server etcd-client)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do
