@@ -33,54 +33,16 @@ pub(crate) fn required_record(record: Option<v1::Record>) -> Result<Record, Clie
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use idem_core::fingerprint::Fingerprint;
-    use idem_core::{
-        IdempotencyKey, Policy, RecordKey, Risk, Scope, Stage, State, StoredResult, Timestamp,
-    };
+    use idem_core::testing::sample::completed_record;
 
     use super::*;
 
-    fn sample_record() -> Record {
-        let scope = Scope::new("acme", "prod", "user-42", "POST /v1/charges").unwrap();
-        Record {
-            key: RecordKey::new(scope, IdempotencyKey::new("order-7f3a").unwrap()),
-            operation_id: "0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d".parse().unwrap(),
-            fingerprint: Fingerprint::new("jcs-sha256/v1", 1, vec![7; 32]).unwrap(),
-            state: State::Completed,
-            stage: Stage::LocalDone,
-            remote_ref: Some("ch_1".into()),
-            previous_stage: Some(Stage::Calling),
-            fence: 3,
-            lease: None,
-            attempts: 2,
-            version: 9,
-            policy: Policy {
-                risk: Risk::High,
-                ..Policy::default()
-            },
-            result: Some(StoredResult {
-                status_code: 201,
-                resource_id: "ch_1".into(),
-                resource_version: "v1".into(),
-                fields: BTreeMap::from([("amount".into(), "100".into())]),
-                purged: false,
-            }),
-            error: None,
-            created_at: Timestamp(1_000),
-            updated_at: Timestamp(2_000),
-            completed_at: Some(Timestamp(2_000)),
-            expires_at: Some(Timestamp(86_402_000)),
-        }
-    }
-
     #[test]
     fn invalid_records_are_rejected() {
-        let good = record_to_proto(&sample_record());
+        let good = record_to_proto(&completed_record());
         assert_eq!(
             required_record(Some(good.clone())).unwrap(),
-            sample_record()
+            completed_record()
         );
         let cases: [fn(&mut v1::Record); 9] = [
             |r| r.state = 0,

@@ -3,24 +3,23 @@
 //! the region preference for new tenants, `REGION_FAILOVER` returned at once with its
 //! retry-after, `WRONG_GROUP` retried, and the typed admin calls for regions and failover.
 
+mod support;
+
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use idem_client::convert::record_to_proto;
-use idem_client::{ClaimRequest, Client, ClientOptions, RetryPolicy, Target};
-use idem_core::fingerprint::{CanonicalRequest, Fingerprint};
+use idem_client::Client;
 use idem_core::placement::Mode;
-use idem_core::{
-    IdempotencyKey, OperationId, Policy, Record, RecordKey, Scope, Stage, State, Timestamp,
-};
 use idem_proto::v1::admin_server::{Admin, AdminServer};
 use idem_proto::v1::idempotency_server::{Idempotency, IdempotencyServer};
 use idem_proto::{reason, status, v1};
-use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status};
+
+use support::{claim, dead_addr, listener, options, record, target, target_of};
 
 /// A failure a node answers before anything else.
 #[derive(Clone, Debug)]
@@ -165,39 +164,6 @@ fn tenant_of(scope: &Option<v1::Scope>) -> String {
     scope.as_ref().map(|s| s.tenant.clone()).unwrap_or_default()
 }
 
-fn operation_id() -> OperationId {
-    "0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d".parse().unwrap()
-}
-
-fn record(target: &Target, fence: u64) -> Record {
-    Record {
-        key: target.clone(),
-        operation_id: operation_id(),
-        fingerprint: Fingerprint::new("jcs-sha256/v1", 1, vec![1; 32]).unwrap(),
-        state: State::InProgress,
-        stage: Stage::NotCalled,
-        remote_ref: None,
-        previous_stage: None,
-        fence,
-        lease: None,
-        attempts: 1,
-        version: 2,
-        policy: Policy::default(),
-        result: None,
-        error: None,
-        created_at: Timestamp(1),
-        updated_at: Timestamp(2),
-        completed_at: None,
-        expires_at: None,
-    }
-}
-
-fn target_of(scope: Option<v1::Scope>, key: String) -> Target {
-    let s = scope.unwrap();
-    let scope = Scope::new(s.tenant, s.environment, s.actor, s.endpoint).unwrap();
-    RecordKey::new(scope, IdempotencyKey::new(key).unwrap())
-}
-
 #[tonic::async_trait]
 impl Idempotency for Node {
     async fn claim(
@@ -205,17 +171,7 @@ impl Idempotency for Node {
         request: Request<v1::ClaimRequest>,
     ) -> Result<Response<v1::ClaimResponse>, Status> {
         let tenant = tenant_of(&request.get_ref().scope);
-        let body = v1::ClaimResponse {
-            outcome: v1::ClaimOutcome::Acquired as i32,
-            operation_id: operation_id().to_string(),
-            fence: 1,
-            state: v1::State::Pending as i32,
-            stage: v1::Stage::NotCalled as i32,
-            version: 1,
-            attempts: 1,
-            lease_expires_at_ms: 30_000,
-            ..Default::default()
-        };
+        let body = support::acquired();
         self.answer("claim", &tenant, body)
     }
 
@@ -563,18 +519,6 @@ impl Admin for Node {
     }
 }
 
-/// A loopback listener and its `host:port`.
-async fn listener() -> (TcpListener, String) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    (listener, addr)
-}
-
-/// A loopback address nobody listens on.
-async fn dead_addr() -> String {
-    listener().await.1
-}
-
 /// Starts `n` nodes in `regions[i]`, sharing one cluster view; all in the membership.
 async fn nodes(regions: &[&str], not_leading: NotLeading) -> (Arc<Cluster>, Vec<(Node, String)>) {
     let cluster = Arc::new(Cluster::default());
@@ -610,32 +554,6 @@ async fn nodes(regions: &[&str], not_leading: NotLeading) -> (Arc<Cluster>, Vec<
         started.push((node, addr));
     }
     (cluster, started)
-}
-
-fn options(max_attempts: u32) -> ClientOptions {
-    ClientOptions {
-        connect_timeout: Duration::from_secs(1),
-        request_timeout: Duration::from_secs(2),
-        retry: RetryPolicy {
-            max_attempts,
-            initial_backoff: Duration::from_millis(1),
-            max_backoff: Duration::from_millis(5),
-            total_budget: Duration::from_secs(10),
-        },
-        ..ClientOptions::default()
-    }
-}
-
-fn target(tenant: &str) -> Target {
-    let scope = Scope::new(tenant, "prod", "user-42", "POST /v1/charges").unwrap();
-    RecordKey::new(scope, IdempotencyKey::new("order-7f3a").unwrap())
-}
-
-fn claim(tenant: &str) -> ClaimRequest {
-    let request = CanonicalRequest::new("POST", "/v1/charges")
-        .unwrap()
-        .with_json_body(r#"{"amount":100}"#);
-    ClaimRequest::for_request(target(tenant), &request, 1).unwrap()
 }
 
 fn http(addr: &str) -> String {

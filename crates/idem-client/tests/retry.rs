@@ -2,22 +2,21 @@
 //! `Idempotency` trait: transient failures are retried with the very same request, NOT_LEADER
 //! follows the hint and is remembered, definite rejections are returned at once.
 
+mod support;
+
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use idem_client::convert::record_to_proto;
-use idem_client::{ClaimOutcome, ClaimRequest, Client, ClientOptions, RetryPolicy, Target};
-use idem_core::fingerprint::{CanonicalRequest, Fingerprint};
-use idem_core::{
-    IdempotencyKey, OperationId, Policy, Record, RecordKey, Scope, Stage, State, Timestamp,
-};
+use idem_client::{ClaimOutcome, Client};
 use idem_proto::v1::idempotency_server::{Idempotency, IdempotencyServer};
 use idem_proto::{reason, status, v1};
-use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status};
+
+use support::{claim, dead_addr, options, record, target, target_of};
 
 /// A failure the mock answers before it succeeds.
 #[derive(Clone, Debug)]
@@ -90,33 +89,6 @@ impl Mock {
     }
 }
 
-fn operation_id() -> OperationId {
-    "0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d".parse().unwrap()
-}
-
-fn record(target: &Target, fence: u64) -> Record {
-    Record {
-        key: target.clone(),
-        operation_id: operation_id(),
-        fingerprint: Fingerprint::new("jcs-sha256/v1", 1, vec![1; 32]).unwrap(),
-        state: State::InProgress,
-        stage: Stage::NotCalled,
-        remote_ref: None,
-        previous_stage: None,
-        fence,
-        lease: None,
-        attempts: 1,
-        version: 2,
-        policy: Policy::default(),
-        result: None,
-        error: None,
-        created_at: Timestamp(1),
-        updated_at: Timestamp(2),
-        completed_at: None,
-        expires_at: None,
-    }
-}
-
 #[tonic::async_trait]
 impl Idempotency for Mock {
     async fn claim(
@@ -129,17 +101,7 @@ impl Idempotency for Mock {
             .unwrap()
             .push(request.get_ref().clone());
         self.gate().await?;
-        Ok(Response::new(v1::ClaimResponse {
-            outcome: v1::ClaimOutcome::Acquired as i32,
-            operation_id: operation_id().to_string(),
-            fence: 1,
-            state: v1::State::Pending as i32,
-            stage: v1::Stage::NotCalled as i32,
-            version: 1,
-            attempts: 1,
-            lease_expires_at_ms: 30_000,
-            ..Default::default()
-        }))
+        Ok(Response::new(support::acquired()))
     }
 
     async fn start(
@@ -149,9 +111,7 @@ impl Idempotency for Mock {
         let wire = request.into_inner();
         self.0.starts.lock().unwrap().push(wire.clone());
         self.gate().await?;
-        let s = wire.scope.unwrap();
-        let scope = Scope::new(s.tenant, s.environment, s.actor, s.endpoint).unwrap();
-        let target = RecordKey::new(scope, IdempotencyKey::new(wire.key).unwrap());
+        let target = target_of(wire.scope, wire.key);
         Ok(Response::new(v1::RecordResponse {
             record: Some(record_to_proto(&record(&target, wire.fence))),
         }))
@@ -221,8 +181,7 @@ impl Idempotency for Mock {
 
 /// Serves `mock` on a fresh loopback port; answers its `host:port`.
 async fn serve(mock: Mock) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
+    let (listener, addr) = support::listener().await;
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(IdempotencyServer::new(mock))
@@ -231,45 +190,13 @@ async fn serve(mock: Mock) -> String {
     addr
 }
 
-/// A loopback address nobody listens on (connections are refused).
-async fn dead_addr() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    listener.local_addr().unwrap().to_string()
-}
-
-fn options(max_attempts: u32) -> ClientOptions {
-    ClientOptions {
-        connect_timeout: Duration::from_secs(1),
-        request_timeout: Duration::from_secs(2),
-        retry: RetryPolicy {
-            max_attempts,
-            initial_backoff: Duration::from_millis(1),
-            max_backoff: Duration::from_millis(5),
-            total_budget: Duration::from_secs(10),
-        },
-        ..ClientOptions::default()
-    }
-}
-
-fn target() -> Target {
-    let scope = Scope::new("acme", "prod", "user-42", "POST /v1/charges").unwrap();
-    RecordKey::new(scope, IdempotencyKey::new("order-7f3a").unwrap())
-}
-
-fn claim_request() -> ClaimRequest {
-    let request = CanonicalRequest::new("POST", "/v1/charges")
-        .unwrap()
-        .with_json_body(r#"{"amount":100}"#);
-    ClaimRequest::for_request(target(), &request, 1).unwrap()
-}
-
 #[tokio::test]
 async fn transient_unavailable_is_retried_with_the_same_request() {
     let mock = Mock::failing([Fault::Unavailable, Fault::Unavailable, Fault::Unavailable]);
     let addr = serve(mock.clone()).await;
     let client = Client::connect(vec![addr], options(5)).unwrap();
 
-    let claim = client.claim(claim_request()).await.unwrap();
+    let claim = client.claim(claim("acme")).await.unwrap();
     assert_eq!(claim.fence(), Some(1));
     assert!(matches!(claim.outcome, ClaimOutcome::Acquired { .. }));
     assert_eq!(mock.calls(), 4);
@@ -287,9 +214,9 @@ async fn outcome_unknown_is_retried_with_the_same_fence() {
     let addr = serve(mock.clone()).await;
     let client = Client::connect(vec![addr], options(5)).unwrap();
 
-    let record = client.start(&target(), 7).await.unwrap();
+    let record = client.start(&target("acme"), 7).await.unwrap();
     assert_eq!(record.fence, 7);
-    assert_eq!(record.key, target());
+    assert_eq!(record.key, target("acme"));
     let starts = mock.0.starts.lock().unwrap();
     assert_eq!(starts.len(), 3);
     assert!(starts.iter().all(|s| s.fence == 7 && *s == starts[0]));
@@ -304,7 +231,7 @@ async fn outcome_unknown_moves_on_to_another_node() {
     let healthy_addr = serve(healthy.clone()).await;
     let client = Client::connect(vec![stale_addr, healthy_addr.clone()], options(4)).unwrap();
 
-    let claim = client.claim(claim_request()).await.unwrap();
+    let claim = client.claim(claim("acme")).await.unwrap();
     assert_eq!((stale.calls(), healthy.calls()), (1, 1));
     // The same holder was sent to both: a claim that did land on the old leader is
     // redelivered to us, not taken by a second attempt.
@@ -330,7 +257,7 @@ async fn a_timed_out_attempt_is_retried() {
     opts.request_timeout = Duration::from_millis(200);
     let client = Client::connect(vec![addr], opts).unwrap();
 
-    let claim = client.claim(claim_request()).await.unwrap();
+    let claim = client.claim(claim("acme")).await.unwrap();
     assert_eq!(claim.fence(), Some(1));
     assert_eq!(mock.calls(), 2);
 }
@@ -341,11 +268,11 @@ async fn definite_rejections_are_not_retried() {
     let addr = serve(mock.clone()).await;
     let client = Client::connect(vec![addr], options(5)).unwrap();
 
-    let err = client.start(&target(), 1).await.unwrap_err();
+    let err = client.start(&target("acme"), 1).await.unwrap_err();
     assert_eq!(err.reason(), "STALE_FENCE");
     assert_eq!(mock.calls(), 1);
 
-    let err = client.get(&target()).await.unwrap_err();
+    let err = client.get(&target("acme")).await.unwrap_err();
     assert_eq!(err.reason(), "NOT_FOUND");
     assert_eq!(mock.calls(), 2);
 }
@@ -358,7 +285,7 @@ async fn not_leader_follows_the_hint_and_remembers_the_leader() {
     let follower_addr = serve(follower.clone()).await;
     let client = Client::connect(vec![follower_addr], options(3)).unwrap();
 
-    let claim = client.claim(claim_request()).await.unwrap();
+    let claim = client.claim(claim("acme")).await.unwrap();
     assert_eq!(claim.fence(), Some(1));
     assert_eq!(follower.calls(), 1);
     assert_eq!(leader.calls(), 1);
@@ -366,7 +293,7 @@ async fn not_leader_follows_the_hint_and_remembers_the_leader() {
     assert_eq!(client.endpoints().len(), 2);
 
     // The next call goes straight to the remembered leader.
-    client.start(&target(), 1).await.unwrap();
+    client.start(&target("acme"), 1).await.unwrap();
     assert_eq!(follower.calls(), 1);
     assert_eq!(leader.calls(), 2);
 }
@@ -377,7 +304,7 @@ async fn unreachable_endpoints_are_skipped_round_robin() {
     let live_addr = serve(live.clone()).await;
     let client = Client::connect(vec![dead_addr().await, live_addr.clone()], options(3)).unwrap();
 
-    client.claim(claim_request()).await.unwrap();
+    client.claim(claim("acme")).await.unwrap();
     assert_eq!(live.calls(), 1);
     assert_eq!(client.preferred_endpoint(), format!("http://{live_addr}"));
 }
@@ -388,15 +315,15 @@ async fn exhausted_retries_report_unknown_writes_and_unavailable_reads() {
     let addr = serve(mock.clone()).await;
     let client = Client::connect(vec![addr], options(3)).unwrap();
 
-    let err = client.claim(claim_request()).await.unwrap_err();
+    let err = client.claim(claim("acme")).await.unwrap_err();
     assert_eq!(err.reason(), "UNAVAILABLE_OUTCOME_UNKNOWN");
     assert_eq!(mock.calls(), 3);
-    let err = client.get(&target()).await.unwrap_err();
+    let err = client.get(&target("acme")).await.unwrap_err();
     assert_eq!(err.reason(), "UNAVAILABLE");
     assert_eq!(mock.calls(), 6);
 
     // Nothing listening: the write was never sent, so it is plainly unavailable.
     let client = Client::connect(vec![dead_addr().await], options(2)).unwrap();
-    let err = client.claim(claim_request()).await.unwrap_err();
+    let err = client.claim(claim("acme")).await.unwrap_err();
     assert_eq!(err.reason(), "UNAVAILABLE");
 }

@@ -11,6 +11,7 @@
 //! Time is driven by the harness clock, never by sleeping.
 
 mod harness;
+pub mod sample;
 pub mod scenarios;
 
 pub use harness::{Harness, BODY_A, BODY_B};

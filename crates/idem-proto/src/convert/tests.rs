@@ -1,45 +1,13 @@
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use idem_core::{Holder, IdempotencyKey, Lease, Policy, Record, RecordKey};
+use idem_core::testing::sample::completed_record;
+use idem_core::{Holder, Lease};
 
 use super::*;
 
-fn sample_record() -> Record {
-    let scope = Scope::new("acme", "prod", "user-42", "POST /v1/charges").unwrap();
-    Record {
-        key: RecordKey::new(scope, IdempotencyKey::new("order-7f3a").unwrap()),
-        operation_id: "0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d".parse().unwrap(),
-        fingerprint: Fingerprint::new("jcs-sha256/v1", 1, vec![7; 32]).unwrap(),
-        state: State::Completed,
-        stage: Stage::LocalDone,
-        remote_ref: Some("ch_1".into()),
-        previous_stage: Some(Stage::Calling),
-        fence: 3,
-        lease: None,
-        attempts: 2,
-        version: 9,
-        policy: Policy {
-            risk: Risk::High,
-            ..Policy::default()
-        },
-        result: Some(StoredResult {
-            status_code: 201,
-            resource_id: "ch_1".into(),
-            resource_version: "v1".into(),
-            fields: BTreeMap::from([("amount".into(), "100".into())]),
-            purged: false,
-        }),
-        error: None,
-        created_at: Timestamp(1_000),
-        updated_at: Timestamp(2_000),
-        completed_at: Some(Timestamp(2_000)),
-        expires_at: Some(Timestamp(86_402_000)),
-    }
-}
-
 #[test]
 fn record_round_trips() {
-    let record = sample_record();
+    let record = completed_record();
     let wire = record_to_proto(&record);
     assert_eq!(wire.completed_at_ms, 2_000);
     assert_eq!(wire.risk, v1::Risk::High as i32);
@@ -72,7 +40,7 @@ type Mutation = fn(&mut v1::Record);
 
 #[test]
 fn invalid_records_carry_the_field_reason() {
-    let good = record_to_proto(&sample_record());
+    let good = record_to_proto(&completed_record());
     let cases: [(Mutation, &str); 10] = [
         (|r| r.state = 0, "INVALID_ARGUMENT"),
         (|r| r.state = 99, "INVALID_ARGUMENT"),
