@@ -64,8 +64,8 @@ pub struct LogPolicy {
 impl Default for LogPolicy {
     fn default() -> Self {
         LogPolicy {
-            snapshot_logs_since_last: 10_000,
-            max_in_snapshot_log_to_keep: 1_000,
+            snapshot_logs_since_last: 100_000,
+            max_in_snapshot_log_to_keep: 10_000,
             purge_batch_size: 256,
             max_payload_entries: 300,
         }
@@ -155,7 +155,7 @@ mod tests {
         );
         assert_eq!(
             config.snapshot_policy,
-            SnapshotPolicy::LogsSinceLast(10_000)
+            SnapshotPolicy::LogsSinceLast(100_000)
         );
         assert_eq!(config.enable_pre_vote, Some(true));
         assert_eq!(RaftTimeouts::default(), RaftTimeouts::lan());

@@ -75,7 +75,7 @@ impl Default for RaftConfig {
         RaftConfig {
             heartbeat_interval: Duration::from_millis(250),
             election_timeout: Duration::from_millis(1000),
-            snapshot_logs: 10_000,
+            snapshot_logs: idem_raft::LogPolicy::default().snapshot_logs_since_last,
         }
     }
 }
@@ -251,7 +251,7 @@ pub struct Cli {
     /// Raft minimum election timeout (max is twice it) [env: IDEM_RAFT_ELECTION_TIMEOUT] [default: 1s]
     #[arg(long, value_name = "DURATION")]
     raft_election_timeout: Option<String>,
-    /// Snapshot the state after at least N Raft log entries (and half the record count) [env: IDEM_RAFT_SNAPSHOT_LOGS] [default: 10000]
+    /// Snapshot the state after at least N Raft log entries (and half the record count) [env: IDEM_RAFT_SNAPSHOT_LOGS] [default: 100000]
     #[arg(long, value_name = "N")]
     raft_snapshot_logs: Option<String>,
     /// Default lease of new records [env: IDEM_DEFAULT_LEASE] [default: 30s]

@@ -2,7 +2,7 @@
 //!
 //! A snapshot is a full dump of the state, so building one costs O(S) for a state of S
 //! records. openraft's only policy, `SnapshotPolicy::LogsSinceLast(F)`, asks for one every F
-//! log entries (F = `raft.snapshot_logs`, 10 000 by default): O(S / F) work per entry,
+//! log entries (F = `raft.snapshot_logs`, 100 000 by default): O(S / F) work per entry,
 //! which grows with the state (at a million records, most of the leader's CPU). So
 //! openraft's policy is kept as a *floor* that decides when to ask, and the state machine
 //! answers through `try_create_snapshot_builder(force: false)`: it builds only when
