@@ -181,6 +181,23 @@ impl Db {
         Ok(self.db.write_opt(batch, &options)?)
     }
 
+    /// Writes `batch` (not synced) unless RocksDB would make the caller wait for it (a
+    /// write stall, a full memtable waiting for its flush): then nothing is written and the
+    /// batch comes back, for the caller to write where waiting is allowed.
+    pub(crate) fn write_unless_stalled(
+        &self,
+        batch: WriteBatch,
+    ) -> Result<Option<WriteBatch>, StoreError> {
+        let copy = WriteBatch::from_data(batch.data());
+        let mut options = WriteOptions::default();
+        options.set_no_slowdown(true);
+        match self.db.write_opt(batch, &options) {
+            Ok(()) => Ok(None),
+            Err(e) if e.kind() == rocksdb::ErrorKind::Incomplete => Ok(Some(copy)),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Makes every write so far durable.
     pub(crate) fn sync_wal(&self) -> Result<(), StoreError> {
         Ok(self.db.flush_wal(true)?)
@@ -250,4 +267,23 @@ where
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| StoreError::Blocking(e.to_string()))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_put() -> WriteBatch {
+        let mut batch = WriteBatch::default();
+        batch.put(b"new", b"2");
+        batch
+    }
+
+    #[test]
+    fn a_write_that_need_not_wait_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path()).unwrap();
+        assert!(db.write_unless_stalled(one_put()).unwrap().is_none());
+        assert_eq!(db.raw().get(b"new").unwrap(), Some(b"2".to_vec()));
+    }
 }

@@ -61,6 +61,12 @@ impl Published {
     }
 }
 
+/// Largest chunk applied on the state-machine task itself. A small chunk is a few point
+/// reads and one unsynced write, less than the hand-off to the blocking pool and back that
+/// every acknowledged write would otherwise wait for. Its write never waits on the task:
+/// when RocksDB would stall it, it goes to the blocking pool after all.
+const INLINE_BATCH: usize = 64;
+
 /// What applying a chunk produced.
 struct Applied {
     /// One response per entry.
@@ -115,11 +121,20 @@ impl StateMachine {
         responders: Vec<Option<ApplyResponder<TypeConfig>>>,
     ) -> Result<(), StoreError> {
         let db = self.db.clone();
-        // On the blocking pool, never on an async worker: a RocksDB write can wait behind
-        // the WAL sync of the log writer, and a stalled worker delays every task on it
-        // (applying small chunks inline was tried: loopback CPU -12 %, but with several
-        // groups per node and WAN latencies, claim medians +15 ms; see performance.md).
-        let applied = blocking(move || apply_batch(&db, entries)).await?;
+        let applied = if entries.len() <= INLINE_BATCH {
+            let (applied, batch) = prepare(&db, entries)?;
+            if let Some(batch) = db.write_unless_stalled(batch)? {
+                blocking(move || db.write(batch, false)).await?;
+            }
+            applied
+        } else {
+            blocking(move || {
+                let (applied, batch) = prepare(&db, entries)?;
+                db.write(batch, false)?;
+                Ok(applied)
+            })
+            .await?
+        };
         if let Some(placement) = applied.placement {
             self.published.placement.send_replace(Arc::new(placement));
         }
@@ -145,8 +160,8 @@ pub(crate) fn read_membership(db: &Db) -> Result<StoredMembership, StoreError> {
     Ok(db.get(Cf::SmMeta, MEMBERSHIP)?.unwrap_or_default())
 }
 
-/// Applies `entries` in order and writes their effects in one batch.
-fn apply_batch(db: &Arc<Db>, entries: Vec<Entry>) -> Result<Applied, StoreError> {
+/// Applies `entries` in order: their answers, and their effects as one batch to write.
+fn prepare(db: &Arc<Db>, entries: Vec<Entry>) -> Result<(Applied, WriteBatch), StoreError> {
     let state = RocksState::new(db.clone());
     let mut overlay = Overlay::new(&state);
     let mut responses = Vec::with_capacity(entries.len());
@@ -170,11 +185,12 @@ fn apply_batch(db: &Arc<Db>, entries: Vec<Entry>) -> Result<Applied, StoreError>
         last = Some(log_id);
     }
     let Some(last) = last else {
-        return Ok(Applied {
+        let nothing = Applied {
             responses,
             last: None,
             placement: None,
-        });
+        };
+        return Ok((nothing, WriteBatch::default()));
     };
     let writes = overlay.into_writes();
     let placement = writes.placement.clone();
@@ -184,12 +200,12 @@ fn apply_batch(db: &Arc<Db>, entries: Vec<Entry>) -> Result<Applied, StoreError>
     if let Some(membership) = membership {
         db.put(&mut batch, Cf::SmMeta, MEMBERSHIP, &membership)?;
     }
-    db.write(batch, false)?;
-    Ok(Applied {
+    let applied = Applied {
         responses,
         last: Some(last.index()),
         placement,
-    })
+    };
+    Ok((applied, batch))
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {
