@@ -86,6 +86,17 @@ fn x_range(series: &Series<'_>) -> (f64, f64) {
     (0.8, max * 1.25)
 }
 
+/// Ticks at 1, 2 and 5 times each power of ten inside `[lo, hi]`: plotters' own key points
+/// on a log axis repeat the decade's label and crowd its light lines together.
+fn ticks_1_2_5(lo: f64, hi: f64) -> Vec<f64> {
+    let first = lo.log10().floor() as i32;
+    let last = hi.log10().ceil() as i32;
+    (first..=last)
+        .flat_map(|exp| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(exp)))
+        .filter(|tick| (lo..=hi).contains(tick))
+        .collect()
+}
+
 fn draw_latency(series: &Series<'_>, workload: Workload, path: &Path) -> Result<(), String> {
     let text = text_available_from(FONT_ENV);
     let values = series
@@ -116,7 +127,10 @@ fn draw_latency(series: &Series<'_>, workload: Workload, path: &Path) -> Result<
             .y_label_area_size(70);
     }
     let mut chart = builder
-        .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+        .build_cartesian_2d(
+            (x0..x1).log_scale(),
+            (y0..y1).log_scale().with_key_points(ticks_1_2_5(y0, y1)),
+        )
         .map_err(|e| e.to_string())?;
     let mut mesh = chart.configure_mesh();
     if text {
@@ -262,5 +276,11 @@ mod tests {
         for f in files {
             assert!(std::fs::read(&f).unwrap().starts_with(b"\x89PNG"));
         }
+    }
+
+    #[test]
+    fn latency_ticks_are_1_2_5_per_decade_inside_the_range() {
+        assert_eq!(ticks_1_2_5(0.45, 45.0), [0.5, 1.0, 2.0, 5.0, 10.0, 20.0]);
+        assert_eq!(ticks_1_2_5(1.0, 1.0), [1.0]);
     }
 }
