@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use idem_client::Coalescing;
 
 use crate::node::NodeSpec;
 use crate::workload::Workload;
@@ -73,9 +74,25 @@ pub struct TargetArgs {
     /// Connections (idem SDK clients / etcd gRPC channels) the clients are spread over.
     #[arg(long, default_value_t = 4)]
     pub connections: usize,
+    /// idem: most calls the SDK coalesces into one `Batch` request while earlier requests
+    /// to the endpoint are under way (its default); 1 sends every call on its own.
+    #[arg(long, default_value_t = Coalescing::default().max_calls)]
+    pub idem_batch: usize,
+    /// idem: most requests the SDK keeps under way per endpoint while coalescing.
+    #[arg(long, default_value_t = Coalescing::default().max_in_flight)]
+    pub idem_in_flight: usize,
 }
 
 impl TargetArgs {
+    /// The SDK's coalescing settings these arguments ask for.
+    pub fn coalescing(&self) -> Coalescing {
+        Coalescing {
+            max_calls: self.idem_batch,
+            max_in_flight: self.idem_in_flight,
+            ..Coalescing::default()
+        }
+    }
+
     /// The endpoints given, or the backend's default.
     pub fn endpoints(&self) -> Vec<String> {
         if self.endpoints.is_empty() {

@@ -197,10 +197,9 @@ fn measure(
 }
 
 async fn connect<B: Backend>(target: &TargetArgs) -> Result<Vec<Arc<B>>, BenchError> {
-    let endpoints = target.endpoints();
     let mut conns = Vec::with_capacity(target.connections);
     for index in 0..target.connections.max(1) {
-        conns.push(Arc::new(B::connect(&endpoints, index).await?));
+        conns.push(Arc::new(B::connect(target, index).await?));
     }
     Ok(conns)
 }

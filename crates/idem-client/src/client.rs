@@ -1,8 +1,9 @@
 //! The client: one typed method per rpc of `idem.v1.Idempotency` and `idem.v1.Admin`.
 //!
 //! Every method builds its wire request once and hands the transport a closure that sends a
-//! clone of it, so every retry is byte-for-byte the same request: same key, same holder, same
-//! fence (see [`crate::options::RetryPolicy`]). Inputs that idem-core can validate (results,
+//! clone of it (claims and worker commands: the request itself, which the transport may
+//! coalesce with others), so every retry is byte-for-byte the same request: same key, same
+//! holder, same fence (see [`crate::options::RetryPolicy`]). Inputs that idem-core can validate (results,
 //! error summaries, tenant and actor) are checked before sending, so a malformed call fails
 //! fast with the same reason the server would give.
 
@@ -14,6 +15,8 @@ use idem_core::placement::{validate_region, ClusterConfig, GroupId, Mode, GLOBAL
 use idem_core::scope::{validate_actor, validate_tenant};
 use idem_core::{ErrorSummary, OperationId, Record, StoredResult};
 use idem_proto::v1::admin_client::AdminClient;
+use idem_proto::v1::batch_call::Request as Call;
+use idem_proto::v1::batch_reply::Reply;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
 use idem_proto::{reason, v1};
 use tonic::transport::Channel;
@@ -94,24 +97,23 @@ impl Client {
         let target = request.target().clone();
         let (wire, holder) = request.into_proto();
         let route = Route::Tenant(target.scope.tenant());
-        let response = self
-            .idem(Kind::Write, route, self.timeout(), |mut c| {
-                let wire = wire.clone();
-                async move { c.claim(wire).await }
-            })
+        let reply = self
+            .transport
+            .call_coalesced(route, self.timeout(), Call::Claim(wire))
             .await?;
-        Claim::from_proto(response, holder, target)
+        match reply {
+            Reply::Claim(response) => Claim::from_proto(response, holder, target),
+            _ => Err(ClientError::invalid_response(
+                "a claim answered without a claim",
+            )),
+        }
     }
 
     /// Owner: PENDING → IN_PROGRESS.
     pub async fn start(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
         let (scope, key) = wire_target(target);
         let wire = v1::StartRequest { scope, key, fence };
-        self.mutate(target, |mut c| {
-            let wire = wire.clone();
-            async move { c.start(wire).await }
-        })
-        .await
+        self.mutate(target, Call::Start(wire)).await
     }
 
     /// Owner: records `CALLING` before calling a downstream (pass the operation id as the
@@ -159,11 +161,7 @@ impl Client {
             stage: stage as i32,
             remote_ref: remote_ref.to_owned(),
         };
-        self.mutate(target, |mut c| {
-            let wire = wire.clone();
-            async move { c.record_external_call(wire).await }
-        })
-        .await
+        self.mutate(target, Call::RecordExternalCall(wire)).await
     }
 
     /// Owner: extends the lease to now + `lease` (`None`: the record's lease duration).
@@ -181,11 +179,7 @@ impl Client {
             fence,
             lease_ms,
         };
-        self.mutate(target, |mut c| {
-            let wire = wire.clone();
-            async move { c.renew(wire).await }
-        })
-        .await
+        self.mutate(target, Call::Renew(wire)).await
     }
 
     /// Owner: stores the result; the record becomes COMPLETED and is replayed.
@@ -203,11 +197,7 @@ impl Client {
             fence,
             result: Some(convert::result_to_proto(result)),
         };
-        self.mutate(target, |mut c| {
-            let wire = wire.clone();
-            async move { c.complete(wire).await }
-        })
-        .await
+        self.mutate(target, Call::Complete(wire)).await
     }
 
     /// Owner: records a failure, retryable (next claim takes over) or terminal (replayed).
@@ -227,33 +217,21 @@ impl Client {
             retryable: kind == FailureKind::Retryable,
             error: Some(convert::error_to_proto(error)),
         };
-        self.mutate(target, |mut c| {
-            let wire = wire.clone();
-            async move { c.fail(wire).await }
-        })
-        .await
+        self.mutate(target, Call::Fail(wire)).await
     }
 
     /// Owner: gives the record up (back to PENDING, no lease); only before any external call.
     pub async fn release(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
         let (scope, key) = wire_target(target);
         let wire = v1::ReleaseRequest { scope, key, fence };
-        self.mutate(target, |mut c| {
-            let wire = wire.clone();
-            async move { c.release(wire).await }
-        })
-        .await
+        self.mutate(target, Call::Release(wire)).await
     }
 
     /// Owner: cancels the operation (CANCELLED, terminal); only before any external call.
     pub async fn cancel(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
         let (scope, key) = wire_target(target);
         let wire = v1::CancelRequest { scope, key, fence };
-        self.mutate(target, |mut c| {
-            let wire = wire.clone();
-            async move { c.cancel(wire).await }
-        })
-        .await
+        self.mutate(target, Call::Cancel(wire)).await
     }
 
     /// Reads the record of `target` and what a matching claim would decide now.
@@ -639,14 +617,18 @@ impl Client {
     }
 
     /// A worker command on `target`, on the route of its tenant.
-    async fn mutate<F, Fut>(&self, target: &Target, rpc: F) -> Result<Record, ClientError>
-    where
-        F: Fn(IdempotencyClient<Channel>) -> Fut,
-        Fut: Future<Output = Rpc<v1::RecordResponse>>,
-    {
+    async fn mutate(&self, target: &Target, call: Call) -> Result<Record, ClientError> {
         let route = Route::Tenant(target.scope.tenant());
-        let response = self.idem(Kind::Write, route, self.timeout(), rpc).await?;
-        convert::required_record(response.record)
+        match self
+            .transport
+            .call_coalesced(route, self.timeout(), call)
+            .await?
+        {
+            Reply::Record(response) => convert::required_record(response.record),
+            _ => Err(ClientError::invalid_response(
+                "a worker command answered without a record",
+            )),
+        }
     }
 
     async fn admin<T, F, Fut>(&self, kind: Kind, rpc: F) -> Result<T, ClientError>

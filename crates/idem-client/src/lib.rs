@@ -34,6 +34,11 @@
 //!   [`retry_after`](ClientError::retry_after); see [`ClientError::is_region_failover`].
 //!   `WRONG_GROUP` (the tenant's home is moving; nothing was written) is retried after a
 //!   backoff with the same request.
+//! - **Coalescing.** Claims and worker commands that many tasks send through one client at
+//!   the same time are coalesced into `Idempotency.Batch` requests, one per endpoint while
+//!   earlier requests are still under way ([`Coalescing`]). The server answers each call
+//!   exactly as it would alone, so answers, errors and retries do not change; a lone call is
+//!   sent at once as the plain rpc. Share one client across a service's tasks to get it.
 //! - **Typed answers.** A [`Claim`] carries a [`ClaimOutcome`] with exactly the fields of its
 //!   outcome (a fence only when the caller owns the record). Records are idem-core's own
 //!   [`Record`](idem_core::Record) (the conversion from the wire is lossless, see [`convert`]). Every failure
@@ -68,6 +73,7 @@
 
 pub mod claim;
 mod client;
+mod coalescer;
 pub mod convert;
 pub mod error;
 pub mod holder;
@@ -81,7 +87,7 @@ pub use claim::{Claim, ClaimOutcome, ClaimRequest, Target};
 pub use client::{Client, MAX_WAIT};
 pub use error::ClientError;
 pub use membership::{MemberProgress, Membership};
-pub use options::{ClientOptions, RetryPolicy};
+pub use options::{ClientOptions, Coalescing, RetryPolicy};
 pub use placement::{GroupFailover, GroupStatus, Groups};
 pub use types::{
     FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, ReconcileTarget, Reconciliation,

@@ -25,6 +25,8 @@ pub struct ClientOptions {
     /// set, the first call of a tenant whose leader is not known yet starts at an endpoint of
     /// this region (see [`ClientOptions::region`]).
     pub region: Option<String>,
+    /// How concurrent writes to one endpoint are coalesced into batches.
+    pub coalescing: Coalescing,
 }
 
 impl Default for ClientOptions {
@@ -36,6 +38,7 @@ impl Default for ClientOptions {
             keep_alive_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
             region: None,
+            coalescing: Coalescing::default(),
         }
     }
 }
@@ -55,6 +58,43 @@ impl ClientOptions {
     pub fn region(mut self, name: impl Into<String>) -> Self {
         self.region = Some(name.into());
         self
+    }
+}
+
+/// Coalescing of concurrent writes (claims and worker commands) to one endpoint into
+/// `Idempotency.Batch` requests (see the crate documentation, "Coalescing").
+///
+/// A lone call is always sent at once, as the plain unary rpc; calls gather only while
+/// `max_in_flight` requests to the endpoint are already under way. Answers and retries are
+/// the same as without coalescing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Coalescing {
+    /// Most calls in one batch (the server accepts up to 256); 1 turns coalescing off.
+    pub max_calls: usize,
+    /// Most encoded request bytes in one batch, below the server's request limit (2 MiB by
+    /// default); a call larger than this is sent alone.
+    pub max_bytes: usize,
+    /// Most write requests (single calls or batches) under way to one endpoint at once.
+    pub max_in_flight: usize,
+}
+
+impl Default for Coalescing {
+    fn default() -> Self {
+        Coalescing {
+            max_calls: 64,
+            max_bytes: 256 * 1024,
+            max_in_flight: 4,
+        }
+    }
+}
+
+impl Coalescing {
+    /// Every call sent on its own, with no limit on calls under way.
+    pub fn off() -> Self {
+        Coalescing {
+            max_calls: 1,
+            ..Coalescing::default()
+        }
     }
 }
 

@@ -50,12 +50,15 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use idem_proto::v1::admin_client::AdminClient;
+use idem_proto::v1::batch_call::Request as Call;
+use idem_proto::v1::batch_reply::Reply;
 use idem_proto::{reason, status, v1};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 
+use crate::coalescer::Coalescer;
 use crate::error::ClientError;
 use crate::options::{ClientOptions, RetryPolicy};
 
@@ -120,11 +123,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// One endpoint: its address and its channel, created on first use (inside the runtime),
-/// its region once learned, and when it last could not be reached.
+/// the queue that coalesces writes to it, its region once learned, and when it last could
+/// not be reached.
 struct Node {
     uri: String,
     endpoint: Endpoint,
     channel: OnceLock<Channel>,
+    coalescer: Arc<Coalescer>,
     region: Mutex<Option<String>>,
     failed_at: Mutex<Option<Instant>>,
 }
@@ -142,6 +147,7 @@ impl Node {
             uri,
             endpoint,
             channel: OnceLock::new(),
+            coalescer: Arc::new(Coalescer::new(options.coalescing.clone())),
             region: Mutex::new(None),
             failed_at: Mutex::new(None),
         })
@@ -460,7 +466,29 @@ impl Transport {
             timeout,
             Target::Routed(route),
             &self.options.retry,
-            rpc,
+            |node| rpc(node.channel()),
+        )
+        .await
+    }
+
+    /// Runs one claim or worker command like [`Transport::call`], coalesced with concurrent
+    /// ones to the same endpoint (see [`Coalescer`]). Answers the call's reply.
+    pub(crate) async fn call_coalesced(
+        &self,
+        route: Route<'_>,
+        timeout: Duration,
+        call: Call,
+    ) -> Result<Reply, ClientError> {
+        self.run(
+            Kind::Write,
+            timeout,
+            Target::Routed(route),
+            &self.options.retry,
+            |node| {
+                let (channel, coalescer) = (node.channel(), Arc::clone(&node.coalescer));
+                let call = call.clone();
+                async move { coalescer.call(&channel, call).await }
+            },
         )
         .await
     }
@@ -488,7 +516,7 @@ impl Transport {
             timeout,
             Target::Pinned(node),
             &RetryPolicy::no_retry(),
-            rpc,
+            |node| rpc(node.channel()),
         )
         .await
     }
@@ -502,7 +530,7 @@ impl Transport {
         rpc: F,
     ) -> Result<T, ClientError>
     where
-        F: Fn(Channel) -> Fut,
+        F: Fn(&Node) -> Fut,
         Fut: Future<Output = Result<tonic::Response<T>, Status>>,
     {
         let deadline = Instant::now() + policy.total_budget;
@@ -517,7 +545,7 @@ impl Transport {
                     (index, node, Some(*route))
                 }
             };
-            let failure = match tokio::time::timeout(timeout, rpc(node.channel())).await {
+            let failure = match tokio::time::timeout(timeout, rpc(&node)).await {
                 Ok(Ok(response)) => {
                     if let Some(route) = route {
                         node.reached(true);

@@ -265,6 +265,13 @@ impl Idempotency for Node {
         };
         self.answer("wait", &tenant, body)
     }
+
+    async fn batch(
+        &self,
+        _: Request<v1::BatchRequest>,
+    ) -> Result<Response<v1::BatchResponse>, Status> {
+        Err(Status::unimplemented("mock"))
+    }
 }
 
 type AdminResult<T> = Result<Response<T>, Status>;

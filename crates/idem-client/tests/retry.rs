@@ -177,6 +177,13 @@ impl Idempotency for Mock {
     ) -> Result<Response<v1::WaitResponse>, Status> {
         Err(Status::unimplemented("mock"))
     }
+
+    async fn batch(
+        &self,
+        _: Request<v1::BatchRequest>,
+    ) -> Result<Response<v1::BatchResponse>, Status> {
+        Err(Status::unimplemented("mock"))
+    }
 }
 
 /// Serves `mock` on a fresh loopback port; answers its `host:port`.

@@ -178,7 +178,7 @@ pub mod status {
     use tonic::{Code, Status};
     use tonic_types::{ErrorDetails, StatusExt};
 
-    use crate::reason;
+    use crate::{reason, v1};
 
     /// Builds the status of an error: the reason's code (`UNKNOWN` for a reason not in
     /// [`reason::ALL`]), the message, a `google.rpc.ErrorInfo` with domain
@@ -268,6 +268,23 @@ pub mod status {
         let id = hint(status, reason::LEADER_ID_METADATA_KEY).and_then(|v| v.parse().ok());
         let addr = hint(status, reason::LEADER_ADDR_METADATA_KEY).filter(|a| !a.is_empty());
         (id, addr)
+    }
+
+    /// The [`v1::CallError`] that stands for `status` in a batch reply: its code, message
+    /// and details (the ErrorInfo with reason and hints). Response metadata is not kept:
+    /// everything an idem status says is in its details too.
+    pub fn to_call_error(status: &Status) -> v1::CallError {
+        v1::CallError {
+            code: status.code() as i32,
+            message: status.message().to_owned(),
+            details: status.details().to_vec(),
+        }
+    }
+
+    /// The status a batch call's [`v1::CallError`] stands for, as the call would have
+    /// returned it alone ([`reason_of`], [`hint`] and friends read it the same way).
+    pub fn from_call_error(error: v1::CallError) -> Status {
+        Status::with_details(Code::from(error.code), error.message, error.details.into())
     }
 
     fn metadata_str(status: &Status, key: &str) -> Option<String> {
@@ -398,9 +415,32 @@ mod tests {
             "Get",
             "GetOperation",
             "Wait",
+            "Batch",
         ] {
             assert!(rpcs.iter().any(|r| r == rpc), "missing rpc {rpc}");
         }
+    }
+
+    #[test]
+    fn a_call_error_stands_for_its_status() {
+        let original = status::not_leader(Some(2), Some("10.0.0.2:7400"));
+        let wire = status::to_call_error(&original);
+        let decoded = super::v1::CallError::decode(wire.encode_to_vec().as_slice()).unwrap();
+        let status = status::from_call_error(decoded);
+        assert_eq!(status.code(), Code::Unavailable);
+        assert_eq!(status.message(), original.message());
+        assert_eq!(
+            status::reason_of(&status).as_deref(),
+            Some(reason::NOT_LEADER)
+        );
+        assert_eq!(
+            status::leader_hint(&status),
+            (Some(2), Some("10.0.0.2:7400".to_owned()))
+        );
+
+        let bare = status::from_call_error(status::to_call_error(&tonic::Status::internal("x")));
+        assert_eq!((bare.code(), bare.message()), (Code::Internal, "x"));
+        assert_eq!(status::reason_of(&bare), None);
     }
 
     #[test]

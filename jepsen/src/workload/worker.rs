@@ -21,7 +21,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idem_client::{ClaimOutcome, Client, ClientOptions, RetryPolicy};
+use idem_client::{ClaimOutcome, Client, ClientOptions, Coalescing, RetryPolicy};
 use idem_core::Stage;
 
 use super::store::{Completion, Store};
@@ -64,6 +64,7 @@ pub fn client_options() -> ClientOptions {
             total_budget: Duration::from_secs(6),
         },
         region: None,
+        coalescing: Coalescing::default(),
     }
 }
 

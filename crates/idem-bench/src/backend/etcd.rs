@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use tonic::transport::Channel;
 
 use super::{Backend, CallError, ClaimResult};
+use crate::cli::TargetArgs;
 use crate::error::BenchError;
 
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -93,7 +94,8 @@ fn put(key: Vec<u8>, value: Vec<u8>) -> RequestOp {
 impl Backend for EtcdBackend {
     const NAME: &'static str = "etcd";
 
-    async fn connect(endpoints: &[String], index: usize) -> Result<Self, BenchError> {
+    async fn connect(target: &TargetArgs, index: usize) -> Result<Self, BenchError> {
+        let endpoints = &target.endpoints();
         // etcd members forward proposals to the leader themselves; each connection goes to
         // one member, round-robin like clientv3 (give only the leader to avoid the hop).
         let endpoint = endpoints

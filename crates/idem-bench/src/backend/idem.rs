@@ -9,12 +9,15 @@ use idem_core::fingerprint::{CanonicalRequest, Fingerprint};
 use idem_core::{IdempotencyKey, RecordKey, Scope, StoredResult};
 
 use super::{Backend, CallError, ClaimResult};
+use crate::cli::TargetArgs;
 use crate::error::BenchError;
 
 /// The request every benchmark claim stands for (its fingerprint is what duplicates match).
 const BODY: &str = r#"{"amount":1000,"currency":"EUR"}"#;
 
-/// One idem SDK client (its own HTTP/2 connections to every node).
+/// One idem SDK client (its own HTTP/2 connections to every node), shared by the clients
+/// the runner puts on it, as a service's tasks share one: their concurrent calls are
+/// coalesced as the SDK does by default (`--idem-batch 1` turns that off).
 pub struct IdemBackend {
     client: Client,
     scope: Scope,
@@ -34,7 +37,8 @@ impl IdemBackend {
 impl Backend for IdemBackend {
     const NAME: &'static str = "idem";
 
-    async fn connect(endpoints: &[String], index: usize) -> Result<Self, BenchError> {
+    async fn connect(target: &TargetArgs, index: usize) -> Result<Self, BenchError> {
+        let endpoints = &target.endpoints();
         let setup = |e: &dyn std::fmt::Display| BenchError::Connect {
             backend: Self::NAME,
             endpoint: endpoints.join(","),
@@ -43,7 +47,11 @@ impl Backend for IdemBackend {
         // Each connection starts at a different node; the SDK moves to the leader anyway.
         let mut rotated = endpoints.to_vec();
         rotated.rotate_left(index % endpoints.len().max(1));
-        let client = Client::connect(rotated, ClientOptions::default()).map_err(|e| setup(&e))?;
+        let options = ClientOptions {
+            coalescing: target.coalescing(),
+            ..ClientOptions::default()
+        };
+        let client = Client::connect(rotated, options).map_err(|e| setup(&e))?;
         client.status().await.map_err(|e| setup(&e))?;
         let scope = Scope::new("bench", "bench", "bench-actor", "POST /v1/charges")
             .map_err(|e| setup(&e))?;

@@ -16,6 +16,7 @@ pub use error::CallError;
 pub use etcd::EtcdBackend;
 pub use idem::IdemBackend;
 
+use crate::cli::TargetArgs;
 use crate::error::BenchError;
 
 /// What a claim decided.
@@ -37,10 +38,10 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// `idem` or `etcd`.
     const NAME: &'static str;
 
-    /// Opens a connection to the store at `endpoints`; `index` says which of the runner's
+    /// Opens a connection to the store `target` names; `index` says which of the runner's
     /// connections this is (a backend without its own routing uses it to pick an endpoint).
     fn connect(
-        endpoints: &[String],
+        target: &TargetArgs,
         index: usize,
     ) -> impl Future<Output = Result<Self, BenchError>> + Send;
 

@@ -23,8 +23,9 @@ use idem_proto::v1::idempotency_server::Idempotency;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
-use crate::api::convert;
-use crate::api::{observe, record_key_hash, record_operation, ApiContext, ApiError};
+use crate::api::{
+    batch, convert, observe, record_key_hash, record_operation, ApiContext, ApiError,
+};
 use crate::policy::Overrides;
 
 /// Longest `Wait` budget.
@@ -542,6 +543,19 @@ impl Idempotency for IdempotencyService {
             "idempotency",
             "wait",
             self.handle_wait(request.into_inner()),
+        )
+        .await
+    }
+
+    async fn batch(
+        &self,
+        request: Request<pb::BatchRequest>,
+    ) -> Result<Response<pb::BatchResponse>, Status> {
+        observe(
+            &self.ctx.metrics,
+            "idempotency",
+            "batch",
+            batch::run(self, request.into_inner()),
         )
         .await
     }

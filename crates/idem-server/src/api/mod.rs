@@ -8,6 +8,7 @@
 
 mod admin;
 mod backend;
+mod batch;
 pub mod convert;
 mod error;
 pub mod forwarded;
@@ -32,6 +33,7 @@ use tracing::Instrument;
 
 pub use admin::AdminService;
 pub use backend::{Backend, MemberInfo, RaftStatus};
+pub use batch::MAX_BATCH_CALLS;
 pub use error::ApiError;
 pub use idempotency::{claim_response, IdempotencyService};
 pub use limit::request_too_large_layer;
