@@ -27,7 +27,7 @@ use crate::ledger::Ledger;
 use crate::ledger_service::{LedgerClient, LedgerService};
 use crate::nemesis::membership::Membership;
 use crate::nemesis::{self, Nemesis, Schedule};
-use crate::workload::worker::final_reads;
+use crate::workload::worker::{final_reads, pooled_client};
 use crate::workload::{self, KeyPool, Shared, Worker};
 use crate::{check_all, plot, History, Results};
 
@@ -208,6 +208,7 @@ async fn run_body(
         ledger: LedgerClient::new(ledger.addr(), Duration::from_secs(5)),
         behaviour: options.workload.behaviour(),
         endpoints: endpoints.clone(),
+        pooled: pooled_client(&endpoints)?,
         concurrency: options.concurrency,
         deadline: start + options.time_limit,
         seed: options.seed,

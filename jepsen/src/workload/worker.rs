@@ -42,6 +42,8 @@ pub struct Shared {
     pub behaviour: Behaviour,
     /// Every node's API address.
     pub endpoints: Vec<String>,
+    /// The client every even-numbered worker uses (see [`worker_client`]).
+    pub pooled: Client,
     /// Number of workers (the step between a worker's process numbers).
     pub concurrency: u64,
     /// No attempt starts after this instant.
@@ -68,6 +70,20 @@ pub fn client_options() -> ClientOptions {
     }
 }
 
+/// The client that even-numbered workers share, as the tasks of one service share its
+/// client: their concurrent calls are coalesced into batches, with one request under way per
+/// endpoint at most, so that batches (and batches lost to a fault) are part of every run.
+pub fn pooled_client(endpoints: &[String]) -> anyhow::Result<Client> {
+    let options = ClientOptions {
+        coalescing: Coalescing {
+            max_in_flight: 1,
+            ..Coalescing::default()
+        },
+        ..client_options()
+    };
+    Ok(Client::connect(endpoints.to_vec(), options)?)
+}
+
 /// A client bound to every node, starting with node `first` (0-based) so that workers spread
 /// over the nodes.
 pub fn client_for(endpoints: &[String], first: usize) -> anyhow::Result<Client> {
@@ -76,17 +92,18 @@ pub fn client_for(endpoints: &[String], first: usize) -> anyhow::Result<Client> 
     Ok(Client::connect(rotated, client_options())?)
 }
 
-/// The client of worker `index`'s process `process`: even workers are bound to every node
-/// (starting at a different one each), odd workers to one node only, so that requests also
-/// enter through followers and exercise their forwarding to the leader (the client still
-/// follows a leader hint it is given).
-pub fn worker_client(endpoints: &[String], index: u64, process: u64) -> anyhow::Result<Client> {
-    let first = (index + process) as usize;
-    if index % 2 == 1 && endpoints.len() > 1 {
-        let one = endpoints[first % endpoints.len()].clone();
-        return Ok(Client::connect(vec![one], client_options())?);
+/// The client of worker `index`'s process `process`: even workers share the pooled client
+/// (bound to every node, coalescing), odd workers each have their own, bound to one node
+/// only, so that requests also enter through followers and exercise their forwarding to the
+/// leader (the client still follows a leader hint it is given). A retired process's calls
+/// are abandoned either way; the shared client is not part of what crashed.
+pub fn worker_client(shared: &Shared, index: u64, process: u64) -> anyhow::Result<Client> {
+    let endpoints = &shared.endpoints;
+    if index % 2 == 0 || endpoints.len() < 2 {
+        return Ok(shared.pooled.clone());
     }
-    client_for(endpoints, first)
+    let one = endpoints[(index + process) as usize % endpoints.len()].clone();
+    Ok(Client::connect(vec![one], client_options())?)
 }
 
 /// One worker: a sequence of client processes.
@@ -110,7 +127,7 @@ enum Next {
 impl Worker {
     /// Worker number `index` (its first process number).
     pub fn new(index: u64, shared: Arc<Shared>) -> anyhow::Result<Worker> {
-        let client = worker_client(&shared.endpoints, index, index)?;
+        let client = worker_client(&shared, index, index)?;
         Ok(Worker {
             index,
             process: index,
@@ -138,7 +155,7 @@ impl Worker {
 
     fn retire(&mut self) {
         self.process += self.shared.concurrency;
-        if let Ok(client) = worker_client(&self.shared.endpoints, self.index, self.process) {
+        if let Ok(client) = worker_client(&self.shared, self.index, self.process) {
             self.store = Store::new(client, Arc::clone(&self.shared.recorder));
         }
     }

@@ -4,7 +4,13 @@
 //! the effects of the commands before it in the batch, but the backend's batch (RocksDB's
 //! `WriteBatch`) cannot be read. The overlay answers reads from its pending writes first,
 //! then from the base, and hands back the merged [`WriteSet`] for one atomic commit.
+//!
+//! Every command reads the group's [`Placement`] (to refuse tenants the group does not
+//! decide), and it changes only by rare placement commands; the overlay reads it from the
+//! base once and keeps it, which is sound because the base does not change under an overlay
+//! (the state machine is its only writer, and it writes the overlay's merged set at the end).
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 use super::{ExpiryKey, Meta, StateStore, WriteSet};
@@ -19,6 +25,7 @@ use crate::time::Timestamp;
 pub struct Overlay<'a, S: StateStore + ?Sized> {
     base: &'a S,
     pending: WriteSet,
+    base_placement: OnceCell<Placement>,
 }
 
 impl<'a, S: StateStore + ?Sized> Overlay<'a, S> {
@@ -27,6 +34,7 @@ impl<'a, S: StateStore + ?Sized> Overlay<'a, S> {
         Overlay {
             base,
             pending: WriteSet::default(),
+            base_placement: OnceCell::new(),
         }
     }
 
@@ -103,10 +111,16 @@ impl<S: StateStore + ?Sized> StateStore for Overlay<'_, S> {
     }
 
     fn placement(&self) -> Result<Placement, StoreError> {
-        match &self.pending.placement {
-            Some(placement) => Ok(placement.clone()),
-            None => self.base.placement(),
+        if let Some(placement) = self
+            .pending
+            .placement
+            .as_ref()
+            .or(self.base_placement.get())
+        {
+            return Ok(placement.clone());
         }
+        let placement = self.base.placement()?;
+        Ok(self.base_placement.get_or_init(|| placement).clone())
     }
 
     fn commit(&mut self, writes: WriteSet) -> Result<(), StoreError> {
