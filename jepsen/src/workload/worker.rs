@@ -99,7 +99,7 @@ pub fn client_for(endpoints: &[String], first: usize) -> anyhow::Result<Client> 
 /// are abandoned either way; the shared client is not part of what crashed.
 pub fn worker_client(shared: &Shared, index: u64, process: u64) -> anyhow::Result<Client> {
     let endpoints = &shared.endpoints;
-    if index % 2 == 0 || endpoints.len() < 2 {
+    if index.is_multiple_of(2) || endpoints.len() < 2 {
         return Ok(shared.pooled.clone());
     }
     let one = endpoints[(index + process) as usize % endpoints.len()].clone();
