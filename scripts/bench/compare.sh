@@ -15,6 +15,8 @@
 #   BENCH_CLIENTS [1,8,64]             concurrencies of the sweep
 #   BENCH_DURATION [4s] BENCH_WARMUP [1s]   per run
 #   BENCH_DUP_SHARE [1.0]              share of retries in the retry workload
+#   BENCH_IDEM_ARGS []                 extra idem-bench arguments for idem only, e.g.
+#                                      "--idem-batch 1" (every call alone, no coalescing)
 #   BENCH_OUT [/tmp/idem-bench/<time>] results (JSON per sweep, probes, plots, summary.txt)
 #   BENCH_WORK                         cluster directories [a fresh mktemp -d under /tmp,
 #                                      removed after a successful run, kept on failure]
@@ -101,7 +103,8 @@ for ((rep = 1; rep <= REPS; rep++)); do
     for store in idem etcd; do
         log "repetition $rep/$REPS: $store"
         if [[ "$store" == idem ]]; then
-            target=(--backend idem "${idem_pids[@]}")
+            # shellcheck disable=SC2206 # word splitting of the extra arguments is wanted
+            target=(--backend idem "${idem_pids[@]}" ${BENCH_IDEM_ARGS:-})
         else
             target=(--backend etcd --endpoints "$etcd_leader" "${etcd_pids[@]}")
         fi

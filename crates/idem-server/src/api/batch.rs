@@ -99,7 +99,7 @@ mod tests {
     use tonic::Code;
 
     use super::*;
-    use crate::api::testing::{context, MemoryBackend};
+    use crate::api::testing::{claim_req, context, scope, MemoryBackend};
     use crate::api::IdempotencyService;
     use crate::policy::Policies;
 
@@ -107,27 +107,8 @@ mod tests {
         IdempotencyService::new(context(MemoryBackend::new(), Policies::default()))
     }
 
-    fn scope() -> pb::Scope {
-        pb::Scope {
-            tenant: "acme".into(),
-            environment: "prod".into(),
-            actor: "user-42".into(),
-            endpoint: "POST /v1/charges".into(),
-        }
-    }
-
     fn claim(key: &str) -> Call {
-        Call::Claim(pb::ClaimRequest {
-            scope: Some(scope()),
-            key: key.into(),
-            fingerprints: vec![pb::Fingerprint {
-                algorithm: "jcs-sha256/v1".into(),
-                schema_version: 1,
-                digest: vec![7; 32],
-            }],
-            holder: format!("holder-of-{key}"),
-            ..Default::default()
-        })
+        Call::Claim(claim_req(key, &format!("holder-of-{key}"), 7))
     }
 
     fn complete(key: &str, fence: u64) -> Call {

@@ -12,7 +12,7 @@ use idem_proto::v1::idempotency_server::Idempotency;
 use idem_proto::{reason, status};
 use tonic::{Code, Request, Status};
 
-use super::testing::{context, MemoryBackend};
+use super::testing::{claim_req, context, fingerprint, scope, MemoryBackend};
 use super::{AdminService, IdempotencyService};
 use crate::policy::{EndpointPolicy, Policies};
 
@@ -35,33 +35,6 @@ fn harness_with(policies: Policies) -> Harness {
         api: IdempotencyService::new(Arc::clone(&ctx)),
         admin: AdminService::new(Arc::clone(&ctx)),
         ctx,
-    }
-}
-
-fn scope() -> pb::Scope {
-    pb::Scope {
-        tenant: "acme".into(),
-        environment: "prod".into(),
-        actor: "user-42".into(),
-        endpoint: "POST /v1/charges".into(),
-    }
-}
-
-fn fingerprint(byte: u8) -> pb::Fingerprint {
-    pb::Fingerprint {
-        algorithm: "jcs-sha256/v1".into(),
-        schema_version: 1,
-        digest: vec![byte; 32],
-    }
-}
-
-fn claim_req(key: &str, holder: &str, byte: u8) -> pb::ClaimRequest {
-    pb::ClaimRequest {
-        scope: Some(scope()),
-        key: key.into(),
-        fingerprints: vec![fingerprint(byte)],
-        holder: holder.into(),
-        ..Default::default()
     }
 }
 

@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use idem_core::{
     apply, Command, MemoryStore, OperationId, Outcome, Record, RecordKey, StateStore, Timestamp,
 };
+use idem_proto::v1 as pb;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -150,4 +151,34 @@ pub(crate) fn context(backend: Arc<MemoryBackend>, policies: Policies) -> Arc<Ap
         region: "local".into(),
         zone: "local-a".into(),
     })
+}
+
+/// The scope every service test claims in.
+pub(crate) fn scope() -> pb::Scope {
+    pb::Scope {
+        tenant: "acme".into(),
+        environment: "prod".into(),
+        actor: "user-42".into(),
+        endpoint: "POST /v1/charges".into(),
+    }
+}
+
+/// A `jcs-sha256/v1` fingerprint whose digest is 32 times `byte`.
+pub(crate) fn fingerprint(byte: u8) -> pb::Fingerprint {
+    pb::Fingerprint {
+        algorithm: "jcs-sha256/v1".into(),
+        schema_version: 1,
+        digest: vec![byte; 32],
+    }
+}
+
+/// A claim of `key` in [`scope`] by `holder`, fingerprinted with [`fingerprint`]`(byte)`.
+pub(crate) fn claim_req(key: &str, holder: &str, byte: u8) -> pb::ClaimRequest {
+    pb::ClaimRequest {
+        scope: Some(scope()),
+        key: key.into(),
+        fingerprints: vec![fingerprint(byte)],
+        holder: holder.into(),
+        ..Default::default()
+    }
 }
