@@ -22,7 +22,9 @@
 //! every retry re-sends the same request, so a call that did take effect is not repeated.
 //!
 //! **Abandoned calls** (the caller's attempt timed out while queued) are dropped from the
-//! queue rather than sent late. A server without `Batch` (an older version) answers
+//! queue rather than sent late. A batch the server refuses as a whole (too large for its
+//! request limit, or malformed) is sent again one call at a time, so no call fails for
+//! having been batched. A server without `Batch` (an older version) answers
 //! `UNIMPLEMENTED`: the endpoint's calls are then sent one by one from then on.
 
 use std::collections::VecDeque;
@@ -170,14 +172,29 @@ impl Coalescer {
                     .collect(),
             };
             match IdempotencyClient::new(channel.clone()).batch(request).await {
-                Err(status) if status.code() == Code::Unimplemented => {
-                    no_batch.store(true, Ordering::Relaxed);
+                Err(status) if refused_as_a_batch(&status) => {
+                    if status.code() == Code::Unimplemented {
+                        no_batch.store(true, Ordering::Relaxed);
+                    }
                     one_by_one(channel, calls, replies).await;
                 }
                 answers => deliver(answers, replies),
             }
         }
     }
+}
+
+/// Whether the server refused the batch itself, before running any of its calls: `Batch`
+/// unknown (`UNIMPLEMENTED`, an older server), or the batch malformed or too large for it
+/// (`INVALID_ARGUMENT`, `RESOURCE_EXHAUSTED`, e.g. a request limit configured below
+/// [`Coalescing::max_bytes`]). Its calls are then sent one by one, and each gets the answer
+/// it would get alone; a whole-batch failure of any other kind (connection lost, timeout,
+/// `UNAVAILABLE`) fails each call the same way, for the retry loop to handle.
+fn refused_as_a_batch(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unimplemented | Code::InvalidArgument | Code::ResourceExhausted
+    )
 }
 
 /// Sends each call as its own unary request, concurrently.

@@ -1,7 +1,8 @@
 //! Coalescing against an in-process fake node: calls made at the same time through one
 //! client share `Batch` requests while the endpoint is busy, each gets its own answer (its
 //! own error included), a lone call goes out at once as the plain rpc, abandoned calls are
-//! not sent late, and a node without `Batch` gets every call one by one.
+//! not sent late, a batch refused as a whole is sent again call by call, and a node without
+//! `Batch` gets every call one by one.
 
 mod support;
 
@@ -26,6 +27,8 @@ use support::{claim, options};
 struct State_ {
     delay: Duration,
     no_batch: bool,
+    /// Refuses every batch as above its request limit.
+    too_large: bool,
     unary: AtomicUsize,
     batches: Mutex<Vec<usize>>,
     tenants: Mutex<Vec<String>>,
@@ -88,6 +91,13 @@ impl Idempotency for Node {
         }
         let calls = request.into_inner().calls;
         self.0.batches.lock().unwrap().push(calls.len());
+        if self.0.too_large {
+            return Err(status::error(
+                reason::REQUEST_TOO_LARGE,
+                "request message too large",
+                [],
+            ));
+        }
         let replies = join_all(calls.into_iter().map(|call| async move {
             let Some(Call::Claim(claim)) = call.request else {
                 panic!("the test only claims");
@@ -281,6 +291,21 @@ async fn a_node_without_batch_gets_the_calls_one_by_one() {
     let answers = claim_all(&client, 10, |_| false).await;
     assert_eq!(answers, (1..=10).map(Ok).collect::<Vec<_>>());
     assert_eq!(node.unary(), 20);
+}
+
+#[tokio::test]
+async fn a_batch_refused_as_too_large_is_sent_one_by_one() {
+    let node = Node(Arc::new(State_ {
+        delay: Duration::from_millis(300),
+        too_large: true,
+        ..State_::default()
+    }));
+    let client = client_of(node.clone(), one_at_a_time()).await;
+
+    let answers = claim_all(&client, 10, |_| false).await;
+    assert_eq!(answers, (1..=10).map(Ok).collect::<Vec<_>>());
+    assert_eq!(node.batches(), vec![9]);
+    assert_eq!(node.unary(), 10);
 }
 
 #[tokio::test]
