@@ -99,7 +99,7 @@ mod tests {
     use tonic::Code;
 
     use super::*;
-    use crate::api::testing::{claim_req, context, scope, MemoryBackend};
+    use crate::api::testing::{claim_req, complete_req, context, MemoryBackend};
     use crate::api::IdempotencyService;
     use crate::policy::Policies;
 
@@ -112,16 +112,7 @@ mod tests {
     }
 
     fn complete(key: &str, fence: u64) -> Call {
-        Call::Complete(pb::CompleteRequest {
-            scope: Some(scope()),
-            key: key.into(),
-            fence,
-            result: Some(pb::StoredResult {
-                status_code: 201,
-                resource_id: "ch_1".into(),
-                ..Default::default()
-            }),
-        })
+        Call::Complete(complete_req(key, fence))
     }
 
     async fn batch(service: &IdempotencyService, calls: Vec<Call>) -> Result<Vec<Reply>, Status> {

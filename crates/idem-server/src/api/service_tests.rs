@@ -1,6 +1,5 @@
 //! Service-level tests over the in-memory backend: what each RPC answers and exposes.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +11,7 @@ use idem_proto::v1::idempotency_server::Idempotency;
 use idem_proto::{reason, status};
 use tonic::{Code, Request, Status};
 
-use super::testing::{claim_req, context, fingerprint, scope, MemoryBackend};
+use super::testing::{claim_req, complete_req, context, fingerprint, scope, MemoryBackend};
 use super::{AdminService, IdempotencyService};
 use crate::policy::{EndpointPolicy, Policies};
 
@@ -51,17 +50,7 @@ impl Harness {
     }
 
     async fn complete(&self, key: &str, fence: u64) -> Result<pb::Record, Status> {
-        let req = pb::CompleteRequest {
-            scope: Some(scope()),
-            key: key.into(),
-            fence,
-            result: Some(pb::StoredResult {
-                status_code: 201,
-                resource_id: "ch_1".into(),
-                fields: HashMap::from([("amount".to_owned(), "100".to_owned())]),
-                ..Default::default()
-            }),
-        };
+        let req = complete_req(key, fence);
         self.api
             .complete(Request::new(req))
             .await

@@ -182,3 +182,18 @@ pub(crate) fn claim_req(key: &str, holder: &str, byte: u8) -> pb::ClaimRequest {
         ..Default::default()
     }
 }
+
+/// A complete of `key` in [`scope`] at `fence` with a small charge result.
+pub(crate) fn complete_req(key: &str, fence: u64) -> pb::CompleteRequest {
+    pb::CompleteRequest {
+        scope: Some(scope()),
+        key: key.into(),
+        fence,
+        result: Some(pb::StoredResult {
+            status_code: 201,
+            resource_id: "ch_1".into(),
+            fields: std::collections::HashMap::from([("amount".to_owned(), "100".to_owned())]),
+            ..Default::default()
+        }),
+    }
+}
