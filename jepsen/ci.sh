@@ -21,8 +21,9 @@ if [ -x scripts/bootstrap.sh ]; then
   scripts/bootstrap.sh
 fi
 
-cargo build --release -p idem-jepsen --bin idem-jepsen
-cargo build --release -p idem-server --bin idemd
+# Workspace-wide feature resolution (no -p): the same build as `make test` and clippy, so
+# nothing is compiled again.
+cargo build --release --bin idem-jepsen --bin idemd
 bin="$CARGO_TARGET_DIR/release"
 
 nodes="${JEPSEN_NODES:-3}"

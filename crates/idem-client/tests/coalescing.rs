@@ -1,8 +1,9 @@
 //! Coalescing against an in-process fake node: calls made at the same time through one
 //! client share `Batch` requests while the endpoint is busy, each gets its own answer (its
 //! own error included), a lone call goes out at once as the plain rpc, abandoned calls are
-//! not sent late, a batch refused as a whole is sent again call by call, and a node without
-//! `Batch` gets every call one by one.
+//! not sent late, a batch refused as a whole is sent again call by call, a batch answered
+//! with the wrong number of replies fails its calls rather than mix their answers up, and a
+//! node without `Batch` gets every call one by one.
 
 mod support;
 
@@ -29,6 +30,8 @@ struct State_ {
     no_batch: bool,
     /// Refuses every batch as above its request limit.
     too_large: bool,
+    /// Answers every batch with one reply too few (a broken server).
+    short_reply: bool,
     unary: AtomicUsize,
     batches: Mutex<Vec<usize>>,
     tenants: Mutex<Vec<String>>,
@@ -109,6 +112,10 @@ impl Idempotency for Node {
             v1::BatchReply { reply: Some(reply) }
         }))
         .await;
+        let mut replies = replies;
+        if self.0.short_reply {
+            replies.pop();
+        }
         Ok(Response::new(v1::BatchResponse { replies }))
     }
 
@@ -306,6 +313,25 @@ async fn a_batch_refused_as_too_large_is_sent_one_by_one() {
     assert_eq!(answers, (1..=10).map(Ok).collect::<Vec<_>>());
     assert_eq!(node.batches(), vec![9]);
     assert_eq!(node.unary(), 10);
+}
+
+#[tokio::test]
+async fn a_batch_answered_with_too_few_replies_fails_each_of_its_calls() {
+    let node = Node(Arc::new(State_ {
+        delay: Duration::from_millis(300),
+        short_reply: true,
+        ..State_::default()
+    }));
+    let client = client_of(node.clone(), one_at_a_time()).await;
+
+    let answers = claim_all(&client, 10, |_| false).await;
+    // The first call went alone; no call of the batch gets another call's answer.
+    assert_eq!(answers[0], Ok(1));
+    assert_eq!(node.batches(), vec![9]);
+    assert!(
+        answers[1..].iter().all(|answer| answer.is_err()),
+        "{answers:?}"
+    );
 }
 
 #[tokio::test]
