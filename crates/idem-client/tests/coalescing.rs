@@ -15,11 +15,11 @@ use futures::future::join_all;
 use idem_client::{Client, ClientOptions, Coalescing};
 use idem_proto::v1::batch_call::Request as Call;
 use idem_proto::v1::batch_reply::Reply;
-use idem_proto::v1::idempotency_server::{Idempotency, IdempotencyServer};
 use idem_proto::{reason, status, v1};
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status};
 
+use support::fake::{self, Fake};
 use support::{claim, options};
 
 /// A node that answers claims after `delay`: ACQUIRED with the fence named by the tenant
@@ -75,8 +75,7 @@ impl Node {
     }
 }
 
-#[tonic::async_trait]
-impl Idempotency for Node {
+impl Fake for Node {
     async fn claim(
         &self,
         request: Request<v1::ClaimRequest>,
@@ -118,73 +117,6 @@ impl Idempotency for Node {
         }
         Ok(Response::new(v1::BatchResponse { replies }))
     }
-
-    async fn start(
-        &self,
-        _: Request<v1::StartRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn record_external_call(
-        &self,
-        _: Request<v1::RecordExternalCallRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn renew(
-        &self,
-        _: Request<v1::RenewRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn complete(
-        &self,
-        _: Request<v1::CompleteRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn fail(
-        &self,
-        _: Request<v1::FailRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn release(
-        &self,
-        _: Request<v1::ReleaseRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn cancel(
-        &self,
-        _: Request<v1::CancelRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn get(&self, _: Request<v1::GetRequest>) -> Result<Response<v1::GetResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn get_operation(
-        &self,
-        _: Request<v1::GetOperationRequest>,
-    ) -> Result<Response<v1::GetResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
-
-    async fn wait(
-        &self,
-        _: Request<v1::WaitRequest>,
-    ) -> Result<Response<v1::WaitResponse>, Status> {
-        Err(Status::unimplemented("fake"))
-    }
 }
 
 /// Serves `node` on a fresh loopback port; answers a client with `coalescing`.
@@ -192,7 +124,7 @@ async fn client_of(node: Node, coalescing: Coalescing) -> Client {
     let (listener, addr) = support::listener().await;
     tokio::spawn(
         tonic::transport::Server::builder()
-            .add_service(IdempotencyServer::new(node))
+            .add_service(fake::service(node))
             .serve_with_incoming(TcpListenerStream::new(listener)),
     );
     let options = ClientOptions {

@@ -1,5 +1,5 @@
-//! Multi-region behaviour of the SDK against tiny in-process nodes implementing the generated
-//! `Idempotency` and `Admin` traits: per-tenant routes to the leader of each tenant's group,
+//! Multi-region behaviour of the SDK against tiny in-process nodes (the `Idempotency` rpcs
+//! through `support::fake`, and the generated `Admin` trait): per-tenant routes to the leader of each tenant's group,
 //! the region preference for new tenants, `REGION_FAILOVER` returned at once with its
 //! retry-after, `WRONG_GROUP` retried, and the typed admin calls for regions and failover.
 
@@ -14,11 +14,11 @@ use idem_client::convert::record_to_proto;
 use idem_client::Client;
 use idem_core::placement::Mode;
 use idem_proto::v1::admin_server::{Admin, AdminServer};
-use idem_proto::v1::idempotency_server::{Idempotency, IdempotencyServer};
 use idem_proto::{reason, status, v1};
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status};
 
+use support::fake::{self, Fake};
 use support::{claim, dead_addr, listener, options, record, target, target_of};
 
 /// A failure a node answers before anything else.
@@ -164,8 +164,7 @@ fn tenant_of(scope: &Option<v1::Scope>) -> String {
     scope.as_ref().map(|s| s.tenant.clone()).unwrap_or_default()
 }
 
-#[tonic::async_trait]
-impl Idempotency for Node {
+impl Fake for Node {
     async fn claim(
         &self,
         request: Request<v1::ClaimRequest>,
@@ -188,48 +187,6 @@ impl Idempotency for Node {
         self.answer("start", &tenant, body)
     }
 
-    async fn record_external_call(
-        &self,
-        _: Request<v1::RecordExternalCallRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn renew(
-        &self,
-        _: Request<v1::RenewRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn complete(
-        &self,
-        _: Request<v1::CompleteRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn fail(
-        &self,
-        _: Request<v1::FailRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn release(
-        &self,
-        _: Request<v1::ReleaseRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn cancel(
-        &self,
-        _: Request<v1::CancelRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
     async fn get(
         &self,
         request: Request<v1::GetRequest>,
@@ -242,13 +199,6 @@ impl Idempotency for Node {
             outcome: v1::ClaimOutcome::InProgress as i32,
         };
         self.answer("get", &tenant, body)
-    }
-
-    async fn get_operation(
-        &self,
-        _: Request<v1::GetOperationRequest>,
-    ) -> Result<Response<v1::GetResponse>, Status> {
-        Err(Status::unimplemented("mock"))
     }
 
     async fn wait(
@@ -264,13 +214,6 @@ impl Idempotency for Node {
             terminal: false,
         };
         self.answer("wait", &tenant, body)
-    }
-
-    async fn batch(
-        &self,
-        _: Request<v1::BatchRequest>,
-    ) -> Result<Response<v1::BatchResponse>, Status> {
-        Err(Status::unimplemented("mock"))
     }
 }
 
@@ -554,7 +497,7 @@ async fn nodes(regions: &[&str], not_leading: NotLeading) -> (Arc<Cluster>, Vec<
             .push((addr.clone(), (*region).to_owned()));
         tokio::spawn(
             tonic::transport::Server::builder()
-                .add_service(IdempotencyServer::new(node.clone()))
+                .add_service(fake::service(node.clone()))
                 .add_service(AdminServer::new(node.clone()))
                 .serve_with_incoming(TcpListenerStream::new(listener)),
         );

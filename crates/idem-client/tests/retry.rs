@@ -1,5 +1,4 @@
-//! Retry and routing against tiny in-process servers implementing the generated
-//! `Idempotency` trait: transient failures are retried with the very same request, NOT_LEADER
+//! Retry and routing against tiny in-process fake nodes (`support::fake`): transient failures are retried with the very same request, NOT_LEADER
 //! follows the hint and is remembered, definite rejections are returned at once.
 
 mod support;
@@ -11,11 +10,11 @@ use std::time::Duration;
 
 use idem_client::convert::record_to_proto;
 use idem_client::{ClaimOutcome, Client};
-use idem_proto::v1::idempotency_server::{Idempotency, IdempotencyServer};
 use idem_proto::{reason, status, v1};
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status};
 
+use support::fake::{self, Fake};
 use support::{claim, dead_addr, options, record, target, target_of};
 
 /// A failure the mock answers before it succeeds.
@@ -89,8 +88,7 @@ impl Mock {
     }
 }
 
-#[tonic::async_trait]
-impl Idempotency for Mock {
+impl Fake for Mock {
     async fn claim(
         &self,
         request: Request<v1::ClaimRequest>,
@@ -117,72 +115,9 @@ impl Idempotency for Mock {
         }))
     }
 
-    async fn record_external_call(
-        &self,
-        _: Request<v1::RecordExternalCallRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn renew(
-        &self,
-        _: Request<v1::RenewRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn complete(
-        &self,
-        _: Request<v1::CompleteRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn fail(
-        &self,
-        _: Request<v1::FailRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn release(
-        &self,
-        _: Request<v1::ReleaseRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn cancel(
-        &self,
-        _: Request<v1::CancelRequest>,
-    ) -> Result<Response<v1::RecordResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
     async fn get(&self, _: Request<v1::GetRequest>) -> Result<Response<v1::GetResponse>, Status> {
         self.gate().await?;
         Err(status::error(reason::NOT_FOUND, "no such record", []))
-    }
-
-    async fn get_operation(
-        &self,
-        _: Request<v1::GetOperationRequest>,
-    ) -> Result<Response<v1::GetResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn wait(
-        &self,
-        _: Request<v1::WaitRequest>,
-    ) -> Result<Response<v1::WaitResponse>, Status> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn batch(
-        &self,
-        _: Request<v1::BatchRequest>,
-    ) -> Result<Response<v1::BatchResponse>, Status> {
-        Err(Status::unimplemented("mock"))
     }
 }
 
@@ -191,7 +126,7 @@ async fn serve(mock: Mock) -> String {
     let (listener, addr) = support::listener().await;
     tokio::spawn(
         tonic::transport::Server::builder()
-            .add_service(IdempotencyServer::new(mock))
+            .add_service(fake::service(mock))
             .serve_with_incoming(TcpListenerStream::new(listener)),
     );
     addr

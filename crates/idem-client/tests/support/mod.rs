@@ -4,6 +4,8 @@
 //! Each test binary uses a different part of it.
 #![allow(dead_code)]
 
+pub mod fake;
+
 use std::time::Duration;
 
 use idem_client::{ClaimRequest, ClientOptions, RetryPolicy, Target};
