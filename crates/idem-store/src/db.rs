@@ -110,10 +110,10 @@ impl Db {
         options.create_missing_column_families(true);
         options.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
         options.set_keep_log_file_num(8);
-        // Reuse old WAL files instead of creating new ones: overwriting blocks a file
-        // already has lets `fdatasync` skip the filesystem journal (no size or extent
-        // change), which is most of the cost of the sync every acknowledged write waits for.
-        options.set_recycle_log_file_num(4);
+        // No WAL recycling (`recycle_log_file_num`), although overwriting an old WAL in place
+        // would make each `fdatasync` cheaper (no size change to journal): RocksDB 7.x turns
+        // it off under point-in-time recovery, the mode the Raft log needs (stop at the first
+        // torn record, never skip one), and says so only in its LOG.
         // A WAL file is deleted (or recycled) only once every column family holding data in
         // it has flushed. The small families (Raft metadata, state metadata, audit) fill
         // their memtables slowly and would pin every WAL until RocksDB's default cap of
