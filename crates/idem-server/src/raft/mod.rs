@@ -154,12 +154,11 @@ impl RaftBackend {
     pub async fn propose(&self, command: Command) -> Result<Outcome, ApiError> {
         command.validate()?;
         let deadline = Instant::now() + self.write_timeout;
-        let payload = encode(&command)?;
         self.routed(
             ForwardKind::Propose,
             false,
             deadline,
-            &payload,
+            || encode(&command),
             || Box::pin(self.propose_local(command.clone(), deadline)),
             |reply| match reply {
                 Reply::Ok(bytes) => decode(&bytes),
@@ -188,7 +187,7 @@ impl RaftBackend {
                 ForwardKind::ReadIndex,
                 true,
                 deadline,
-                &[],
+                || Ok(Vec::new()),
                 || Box::pin(self.read_index_local(deadline)),
                 |reply| match reply {
                     Reply::Index(index) => Ok(index),
@@ -214,13 +213,12 @@ impl RaftBackend {
         change: MembershipChange,
     ) -> Result<MembershipView, ApiError> {
         let deadline = Instant::now() + self.write_timeout;
-        let payload = encode(&change)?;
         let read = change.is_read();
         self.routed(
             ForwardKind::Membership,
             read,
             deadline,
-            &payload,
+            || encode(&change),
             || {
                 Box::pin(membership::run(
                     &self.raft,
@@ -249,7 +247,8 @@ impl RaftBackend {
     }
 
     /// Runs a request on the leader until `deadline`: `local` when this node leads, else
-    /// forwarded as `kind` with `payload` and the reply decoded by `decode`. `NOT_LEADER`
+    /// forwarded as `kind` with the bytes of `payload` (encoded only then: a leader never
+    /// pays for it) and the reply decoded by `decode`. `NOT_LEADER`
     /// answers and unsent requests are routed again; `idempotent` requests also after a
     /// transport failure.
     async fn routed<'a, T>(
@@ -257,7 +256,7 @@ impl RaftBackend {
         kind: ForwardKind,
         idempotent: bool,
         deadline: Instant,
-        payload: &[u8],
+        payload: impl Fn() -> Result<Vec<u8>, ApiError>,
         local: impl Fn() -> BoxFuture<'a, Result<T, ApiError>>,
         decode: impl Fn(Reply) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
@@ -268,7 +267,7 @@ impl RaftBackend {
                     done => Attempt::Done(done),
                 },
                 Route::Remote(id, node) => {
-                    self.forward(kind, id, &node, payload, deadline, idempotent, &decode)
+                    self.forward(kind, id, &node, payload()?, deadline, idempotent, &decode)
                         .await
                 }
                 Route::Unknown => Attempt::Retry("no leader known".into()),
@@ -291,7 +290,7 @@ impl RaftBackend {
         kind: ForwardKind,
         id: u64,
         node: &NodeInfo,
-        payload: &[u8],
+        payload: Vec<u8>,
         deadline: Instant,
         idempotent: bool,
         decode: &impl Fn(Reply) -> Result<T, ApiError>,
@@ -301,7 +300,7 @@ impl RaftBackend {
             kind,
             self.group,
             &node.raft_addr,
-            payload.to_vec(),
+            payload,
             budget,
             idempotent,
         );
