@@ -38,7 +38,7 @@ pub enum Outcome {
     },
 }
 
-/// The kind of answer a claim gets (DESIGN.md §2, "Claim outcomes").
+/// The kind of answer a claim gets (docs/design.md §2, "Claim outcomes").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ClaimKind {
     /// First claim: run the handler.

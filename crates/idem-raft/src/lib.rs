@@ -14,7 +14,7 @@
 //!   presets for cross-region round trips.
 //!
 //! Why groups already: in region-affinity mode a node runs one Raft group per region over
-//! the same connections (DESIGN.md §3). Every RPC carries its group now (0 =
+//! the same connections (docs/design.md §3). Every RPC carries its group now (0 =
 //! [`GLOBAL_GROUP`], the only one today), so adding groups changes no wire format.
 //!
 //! Why openraft's own types as bincode payloads rather than a protobuf mirror: see the

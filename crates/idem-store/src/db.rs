@@ -3,7 +3,7 @@
 //! Log, Raft metadata and state share a single database on purpose: one write-ahead log
 //! orders every write of the node, so syncing the WAL for a later write (a log append, a
 //! vote, a purge) also makes every earlier write durable, state-machine batches included.
-//! Column families separate the concerns (DESIGN.md §4) so each can be scanned, cleared or
+//! Column families separate the concerns (docs/design.md §4) so each can be scanned, cleared or
 //! tuned on its own:
 //!
 //! | column family | key | value |

@@ -1,7 +1,7 @@
 //! The crate's one error type.
 //!
 //! Storage errors are never interpreted, only reported: openraft turns an `io::Error` from
-//! any storage call into a fatal error and stops the node, which is exactly what DESIGN.md
+//! any storage call into a fatal error and stops the node, which is exactly what docs/design.md
 //! §6 asks of a failed apply (stop rather than diverge). The conversions below are the two
 //! boundaries: `io::Error` for openraft, [`idem_core::StoreError`] for the core's
 //! [`StateStore`](idem_core::StateStore) trait.

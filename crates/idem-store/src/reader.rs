@@ -2,7 +2,7 @@
 //!
 //! Everything here reads what the local state machine has applied; whether that is recent
 //! enough is the caller's decision (a read index first for linearizable reads, or none for
-//! replays of immutable terminal records, DESIGN.md §3). Reads are short, bounded RocksDB
+//! replays of immutable terminal records, docs/design.md §3). Reads are short, bounded RocksDB
 //! lookups and may run on the async executor; very large scans belong on the blocking pool.
 //! [`StateReader::subscribe`] lets a caller wait for the state machine to reach an index.
 //!

@@ -3,7 +3,7 @@
 //!
 //! A batch of entries is applied over an [`Overlay`] of the RocksDB state, so each command
 //! sees the effects of the ones before it; the overlay's merged write set, the last applied
-//! log id and the last membership then go to RocksDB as ONE `WriteBatch` (DESIGN.md §4).
+//! log id and the last membership then go to RocksDB as ONE `WriteBatch` (docs/design.md §4).
 //! Responses are sent, and the applied index (and any new placement) is published to
 //! readers, only after that
 //! write. The batch is not fsynced: the entries are already durable in the log, the log and
@@ -12,7 +12,7 @@
 //! committed log id is persisted for that).
 //!
 //! Any storage error during apply is returned to openraft, which stops the node: a replica
-//! never continues from a state that might differ from the others' (DESIGN.md §6).
+//! never continues from a state that might differ from the others' (docs/design.md §6).
 //!
 //! Snapshots live on disk (the `snapshot` module); whether one is worth building when
 //! openraft's floor policy asks is decided by the `snapshot_policy` module, so that the

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// The application data of a normal Raft log entry: one command, stamped by the leader.
 ///
 /// The stamp is the proposing leader's wall clock; apply uses `max(stamp, last applied
-/// stamp)` so every replica decides lease expiry identically (DESIGN.md §2, Time).
+/// stamp)` so every replica decides lease expiry identically (docs/design.md §2, Time).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {
     /// The leader's clock when it proposed the command.

@@ -1,6 +1,6 @@
 //! Checkers: each one turns a history (and the side-effect ledger) into a verdict.
 //!
-//! They encode the store's promises (DESIGN §2, §5): at most one side effect per key, no
+//! They encode the store's promises (docs/design.md §2, §5): at most one side effect per key, no
 //! acknowledged completion lost or changed, per-key linearizability of the record as a
 //! write-once register, fingerprint mismatches never accepted, stale fences never applied. Each
 //! is independent and cheap except `linearizable`, whose search is bounded and answers

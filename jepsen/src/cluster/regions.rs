@@ -1,6 +1,6 @@
 //! Regions: which node is where, and the round-trip time between regions.
 //!
-//! idem is built for several regions (DESIGN §3); a test on one machine emulates them by
+//! idem is built for several regions (docs/design.md §3); a test on one machine emulates them by
 //! delaying packets between nodes of different regions with `tc netem` on each node's veth.
 //! Each node's egress gets an HTB root whose default class is undelayed (same region, the
 //! hub) and one class per other region with a netem child adding half the region pair's RTT;

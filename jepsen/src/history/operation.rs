@@ -24,7 +24,7 @@ pub enum Status {
     Unknown,
 }
 
-/// A claim's `:outcome` (DESIGN §2 "Claim outcomes").
+/// A claim's `:outcome` (docs/design.md §2 "Claim outcomes").
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Outcome {
     /// First claim: the caller owns the key.

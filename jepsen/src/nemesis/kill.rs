@@ -2,7 +2,7 @@
 //!
 //! SIGKILL gives the node no chance to flush or say goodbye: whatever it acknowledged must
 //! already be durable (the log's flush callback fires only after the WAL is synced,
-//! DESIGN §4). The node restarts from the same data directory and config at heal.
+//! docs/design.md §4). The node restarts from the same data directory and config at heal.
 
 use crate::cluster::Cluster;
 

@@ -47,7 +47,7 @@ pub(crate) fn claim<S: StateStore + ?Sized>(
 
 /// The answer to a claim of a terminal record, or `None` for a record that may still
 /// change. It depends on immutable data only (terminal records never change), so any
-/// replica that applied the record may give it without a Raft round trip (DESIGN.md §3,
+/// replica that applied the record may give it without a Raft round trip (docs/design.md §3,
 /// local replays); apply gives the very same answer.
 pub fn replay(record: &Record, offered: &[Fingerprint]) -> Option<ClaimOutcome> {
     if !record.state.is_terminal() {

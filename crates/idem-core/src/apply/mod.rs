@@ -1,5 +1,5 @@
 //! `apply(state, command, stamp) -> Outcome`: the deterministic state machine of
-//! DESIGN.md §2.
+//! docs/design.md §2.
 //!
 //! Every replica runs the same commands in the same order with the same stamps, so apply
 //! must decide from its inputs and the stored state alone: no clock, no randomness, no

@@ -1,5 +1,5 @@
 //! Placement: which Raft group decides a tenant's keys, and whether a group may take
-//! high-risk writes right now (DESIGN.md §3).
+//! high-risk writes right now (docs/design.md §3).
 //!
 //! A cluster runs the **global group** (id 0, every node, any leader) and, once regions
 //! are defined, one **region group** per region, each with a *home* region where its

@@ -1,4 +1,4 @@
-//! The lifecycle state of a record (DESIGN.md §2).
+//! The lifecycle state of a record (docs/design.md §2).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! One function per rule of DESIGN.md §2, each on a fresh store.
+//! One function per rule of docs/design.md §2, each on a fresh store.
 //!
 //! Scenario names say the rule they prove. Each transition of the state diagram and each
 //! claim outcome appears in at least one scenario.

@@ -103,7 +103,7 @@ impl IdempotencyService {
 
     /// The answer to a claim of a terminal record from this node's replica, without a
     /// Raft round trip: terminal records are immutable, so the answer is the one apply
-    /// would give (DESIGN.md §3). Records close to their retention end go to the leader,
+    /// would give (docs/design.md §3). Records close to their retention end go to the leader,
     /// whose sweep may already have deleted them (see docs/regions.md, purge lag).
     fn local_replay(&self, record: &Record, fingerprints: &[Fingerprint]) -> Option<ClaimOutcome> {
         let outcome = idem_core::apply::replay(record, fingerprints)?;

@@ -1,4 +1,4 @@
-//! The Raft groups of a node: the global group and one group per region (DESIGN.md §3).
+//! The Raft groups of a node: the global group and one group per region (docs/design.md §3).
 //!
 //! Every node runs a replica of every group: the global group from the start, each region
 //! group once the replicated configuration defines its region ([`provisioner`]). Each
