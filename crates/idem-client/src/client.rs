@@ -23,11 +23,23 @@ use tonic::transport::Channel;
 use tonic::{Response, Status};
 
 use crate::claim::{Claim, ClaimRequest, Target};
+use crate::convert::claim::{claim_from_proto, claim_request_to_proto};
+use crate::convert::membership::{
+    added_membership_from_proto, member_to_proto, members_from_proto, membership_from_proto,
+};
+use crate::convert::placement::{
+    config_from_proto, group_status_from_proto, groups_from_proto, mode_to_proto,
+};
+use crate::convert::records::{
+    list_query_to_proto, lookup_from_get, lookup_from_wait, page_from_proto,
+    reconciliation_to_proto, required_record, target_to_proto,
+};
+use crate::convert::status::node_status_from_proto;
 use crate::convert::{self, millis};
 use crate::error::ClientError;
 use crate::membership::Membership;
 use crate::options::ClientOptions;
-use crate::placement::{self as placement_wire, GroupStatus, Groups};
+use crate::placement::{GroupStatus, Groups};
 use crate::transport::{Kind, Route, Transport};
 use crate::types::{FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, Reconciliation};
 
@@ -95,14 +107,14 @@ impl Client {
     /// was lost is re-sent with the same holder, which gets the same ownership back.
     pub async fn claim(&self, request: ClaimRequest) -> Result<Claim, ClientError> {
         let target = request.target().clone();
-        let (wire, holder) = request.into_proto();
+        let (wire, holder) = claim_request_to_proto(request);
         let route = Route::Tenant(target.scope.tenant());
         let reply = self
             .transport
             .call_coalesced(route, self.timeout(), Call::Claim(wire))
             .await?;
         match reply {
-            Reply::Claim(response) => Claim::from_proto(response, holder, target),
+            Reply::Claim(response) => claim_from_proto(response, holder, target),
             _ => Err(ClientError::invalid_response(
                 "a claim answered without a claim",
             )),
@@ -111,7 +123,7 @@ impl Client {
 
     /// Owner: PENDING → IN_PROGRESS.
     pub async fn start(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
-        let (scope, key) = wire_target(target);
+        let (scope, key) = target_to_proto(target);
         let wire = v1::StartRequest { scope, key, fence };
         self.mutate(target, Call::Start(wire)).await
     }
@@ -153,7 +165,7 @@ impl Client {
         stage: v1::ExternalCallStage,
         remote_ref: &str,
     ) -> Result<Record, ClientError> {
-        let (scope, key) = wire_target(target);
+        let (scope, key) = target_to_proto(target);
         let wire = v1::RecordExternalCallRequest {
             scope,
             key,
@@ -171,7 +183,7 @@ impl Client {
         fence: u64,
         lease: Option<Duration>,
     ) -> Result<Record, ClientError> {
-        let (scope, key) = wire_target(target);
+        let (scope, key) = target_to_proto(target);
         let lease_ms = lease.map(millis);
         let wire = v1::RenewRequest {
             scope,
@@ -190,7 +202,7 @@ impl Client {
         result: &StoredResult,
     ) -> Result<Record, ClientError> {
         result.validate()?;
-        let (scope, key) = wire_target(target);
+        let (scope, key) = target_to_proto(target);
         let wire = v1::CompleteRequest {
             scope,
             key,
@@ -209,7 +221,7 @@ impl Client {
         error: &ErrorSummary,
     ) -> Result<Record, ClientError> {
         error.validate()?;
-        let (scope, key) = wire_target(target);
+        let (scope, key) = target_to_proto(target);
         let wire = v1::FailRequest {
             scope,
             key,
@@ -222,21 +234,21 @@ impl Client {
 
     /// Owner: gives the record up (back to PENDING, no lease); only before any external call.
     pub async fn release(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
-        let (scope, key) = wire_target(target);
+        let (scope, key) = target_to_proto(target);
         let wire = v1::ReleaseRequest { scope, key, fence };
         self.mutate(target, Call::Release(wire)).await
     }
 
     /// Owner: cancels the operation (CANCELLED, terminal); only before any external call.
     pub async fn cancel(&self, target: &Target, fence: u64) -> Result<Record, ClientError> {
-        let (scope, key) = wire_target(target);
+        let (scope, key) = target_to_proto(target);
         let wire = v1::CancelRequest { scope, key, fence };
         self.mutate(target, Call::Cancel(wire)).await
     }
 
     /// Reads the record of `target` and what a matching claim would decide now.
     pub async fn get(&self, target: &Target) -> Result<Lookup, ClientError> {
-        let (scope, key) = wire_target(target);
+        let (scope, key) = target_to_proto(target);
         let wire = v1::GetRequest { scope, key };
         let route = Route::Tenant(target.scope.tenant());
         let response = self
@@ -245,7 +257,7 @@ impl Client {
                 async move { c.get(wire).await }
             })
             .await?;
-        Lookup::from_get(response)
+        lookup_from_get(response)
     }
 
     /// Reads a record by operation id.
@@ -259,12 +271,12 @@ impl Client {
                 async move { c.get_operation(wire).await }
             })
             .await?;
-        Lookup::from_get(response)
+        lookup_from_get(response)
     }
 
     /// Waits up to `timeout` (at most [`MAX_WAIT`]) for the record of `target` to settle.
     pub async fn wait(&self, target: &Target, timeout: Duration) -> Result<Lookup, ClientError> {
-        let (scope, key) = wire_target(target);
+        let (scope, key) = target_to_proto(target);
         let route = Route::Tenant(target.scope.tenant());
         self.wait_for(route, scope, key, String::new(), timeout)
             .await
@@ -302,32 +314,32 @@ impl Client {
                 async move { c.wait(wire).await }
             })
             .await?;
-        Lookup::from_wait(response)
+        lookup_from_wait(response)
     }
 
     /// Admin: one page of records by state and age.
     pub async fn list_operations(&self, query: &ListQuery) -> Result<Page, ClientError> {
-        let wire = query.to_proto();
+        let wire = list_query_to_proto(query);
         let response = self
             .admin(Kind::Read, |mut c| {
                 let wire = wire.clone();
                 async move { c.list_operations(wire).await }
             })
             .await?;
-        Page::from_proto(response)
+        page_from_proto(response)
     }
 
     /// Admin: decides a non-terminal record (version-checked, audited); answers the record
     /// after the change.
     pub async fn reconcile(&self, decision: &Reconciliation) -> Result<Record, ClientError> {
-        let wire = decision.to_proto()?;
+        let wire = reconciliation_to_proto(decision)?;
         let response = self
             .admin(Kind::Write, |mut c| {
                 let wire = wire.clone();
                 async move { c.reconcile(wire).await }
             })
             .await?;
-        convert::required_record(response.record)
+        required_record(response.record)
     }
 
     /// Admin: scrubs the stored result fields of every record of `(tenant, actor)`, keeping
@@ -374,7 +386,7 @@ impl Client {
             c.status(v1::StatusRequest {}).await
         })
         .await
-        .map(NodeStatus::from)
+        .map(node_status_from_proto)
     }
 
     /// Admin: the status of one given node, in one attempt, without routing elsewhere
@@ -385,7 +397,7 @@ impl Client {
                 AdminClient::new(channel).status(v1::StatusRequest {}).await
             })
             .await
-            .map(NodeStatus::from)
+            .map(node_status_from_proto)
     }
 
     /// Admin: the members with the leader's view of their replication (matched index,
@@ -395,7 +407,7 @@ impl Client {
             c.list_members(v1::ListMembersRequest {}).await
         })
         .await
-        .map(Membership::from)
+        .map(membership_from_proto)
     }
 
     /// Admin: adds `member` as a learner; returns once it caught up with the leader's log
@@ -403,14 +415,14 @@ impl Client {
     /// before promoting). Adding an existing member with the same addresses is a no-op.
     pub async fn add_member(&self, member: Member) -> Result<Membership, ClientError> {
         let wire = v1::AddMemberRequest {
-            member: Some(member.to_proto()),
+            member: Some(member_to_proto(&member)),
         };
         self.admin(Kind::Write, |mut c| {
             let wire = wire.clone();
             async move { c.add_member(wire).await }
         })
         .await
-        .map(Membership::from)
+        .map(added_membership_from_proto)
     }
 
     /// Admin: turns learner `id` into a voter (a no-op for a voter).
@@ -419,7 +431,7 @@ impl Client {
             c.promote_member(v1::PromoteMemberRequest { id }).await
         })
         .await
-        .map(|r| Membership::of(r.members))
+        .map(|r| members_from_proto(r.members))
     }
 
     /// Admin: removes member `id` (voter or learner); the last voter cannot be removed.
@@ -428,7 +440,7 @@ impl Client {
             c.remove_member(v1::RemoveMemberRequest { id }).await
         })
         .await
-        .map(|r| Membership::of(r.members))
+        .map(|r| members_from_proto(r.members))
     }
 
     /// Admin: hands leadership of the global group to voter `to`; returns the leader id
@@ -456,7 +468,7 @@ impl Client {
                 c.get_cluster_config(v1::GetClusterConfigRequest {}).await
             })
             .await?;
-        placement_wire::config_from_proto(response)
+        config_from_proto(response)
     }
 
     /// Admin: switches the placement mode; answers the configuration after the change.
@@ -464,7 +476,7 @@ impl Client {
     /// homes. Setting the current mode is a no-op.
     pub async fn set_mode(&self, mode: Mode) -> Result<ClusterConfig, ClientError> {
         let wire = v1::SetModeRequest {
-            mode: placement_wire::mode_to_proto(mode) as i32,
+            mode: mode_to_proto(mode) as i32,
         };
         self.config_change(|mut c| async move { c.set_mode(wire).await })
             .await
@@ -530,7 +542,7 @@ impl Client {
                 c.list_groups(v1::ListGroupsRequest {}).await
             })
             .await?;
-        Groups::from_proto(response)
+        groups_from_proto(response)
     }
 
     /// Admin: every group as the node at `endpoint` sees it, in one attempt, without routing
@@ -544,7 +556,7 @@ impl Client {
                     .await
             })
             .await?;
-        Groups::from_proto(response)
+        groups_from_proto(response)
     }
 
     /// Admin: declares `new_home` the home of region group `group`, ending its failover
@@ -583,7 +595,7 @@ impl Client {
             async move { c.confirm_failover(wire).await }
         })
         .await
-        .map(GroupStatus::from)
+        .map(group_status_from_proto)
     }
 
     async fn config_change<F, Fut>(&self, rpc: F) -> Result<ClusterConfig, ClientError>
@@ -591,7 +603,7 @@ impl Client {
         F: Fn(AdminClient<Channel>) -> Fut,
         Fut: Future<Output = Rpc<v1::ClusterConfig>>,
     {
-        placement_wire::config_from_proto(self.admin(Kind::Write, rpc).await?)
+        config_from_proto(self.admin(Kind::Write, rpc).await?)
     }
 
     fn timeout(&self) -> Duration {
@@ -624,7 +636,7 @@ impl Client {
             .call_coalesced(route, self.timeout(), call)
             .await?
         {
-            Reply::Record(response) => convert::required_record(response.record),
+            Reply::Record(response) => required_record(response.record),
             _ => Err(ClientError::invalid_response(
                 "a worker command answered without a record",
             )),
@@ -642,13 +654,6 @@ impl Client {
             })
             .await
     }
-}
-
-fn wire_target(target: &Target) -> (Option<v1::Scope>, String) {
-    (
-        Some(convert::scope_to_proto(&target.scope)),
-        target.key.as_str().to_owned(),
-    )
 }
 
 #[cfg(test)]

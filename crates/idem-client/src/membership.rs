@@ -4,8 +4,6 @@
 //! Membership calls are answered by the leader (a follower forwards them), so these are
 //! the leader's numbers: how far each member has replicated and how far it lags.
 
-use idem_proto::v1;
-
 use crate::types::Member;
 
 /// One member with the leader's replication view.
@@ -32,48 +30,4 @@ pub struct Membership {
     pub commit_index: u64,
     /// `add_member` only: the learner caught up with the leader within the bound.
     pub caught_up: bool,
-}
-
-impl MemberProgress {
-    /// From the wire form.
-    pub(crate) fn from_proto(m: v1::Member) -> Self {
-        MemberProgress {
-            matched_index: m.matched_index,
-            lag: m.lag,
-            member: Member::from(m),
-        }
-    }
-}
-
-impl Membership {
-    /// The members of a membership-change answer.
-    pub(crate) fn of(members: Vec<v1::Member>) -> Self {
-        Membership {
-            members: members
-                .into_iter()
-                .map(MemberProgress::from_proto)
-                .collect(),
-            ..Membership::default()
-        }
-    }
-}
-
-impl From<v1::ListMembersResponse> for Membership {
-    fn from(r: v1::ListMembersResponse) -> Self {
-        Membership {
-            leader_id: (r.leader_id != 0).then_some(r.leader_id),
-            term: r.term,
-            commit_index: r.commit_index,
-            ..Membership::of(r.members)
-        }
-    }
-}
-
-impl From<v1::AddMemberResponse> for Membership {
-    fn from(r: v1::AddMemberResponse) -> Self {
-        Membership {
-            caught_up: r.caught_up,
-            ..Membership::of(r.members)
-        }
-    }
 }
