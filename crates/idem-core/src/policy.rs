@@ -39,6 +39,18 @@ pub enum Risk {
     High,
 }
 
+impl Risk {
+    /// The API name, e.g. `HIGH` (as in `idem.v1.Risk` without its prefix, and in idemd's
+    /// policy configuration).
+    pub fn name(self) -> &'static str {
+        match self {
+            Risk::Low => "LOW",
+            Risk::Normal => "NORMAL",
+            Risk::High => "HIGH",
+        }
+    }
+}
+
 /// The policy stored with a record.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Policy {
@@ -108,4 +120,15 @@ fn check_duration(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn risk_names_are_the_api_names() {
+        let names = [Risk::Low, Risk::Normal, Risk::High].map(Risk::name);
+        assert_eq!(names, ["LOW", "NORMAL", "HIGH"]);
+    }
 }

@@ -13,9 +13,10 @@
 //! - [`RaftTimeouts`] (with [`LogPolicy`]) builds the openraft `Config`: LAN defaults and
 //!   presets for cross-region round trips.
 //!
-//! Why groups already: in region-affinity mode a node runs one Raft group per region over
-//! the same connections (docs/design.md §3). Every RPC carries its group now (0 =
-//! [`GLOBAL_GROUP`], the only one today), so adding groups changes no wire format.
+//! Why groups: a node runs the global group ([`GLOBAL_GROUP`], 0: the cluster configuration,
+//! and every tenant in global mode) and, in region-affinity mode, one Raft group per region
+//! (1, 2, ...), all over the same connections (docs/design.md §3). Every RPC carries its
+//! group, and one [`RaftService`] serves every group a node runs.
 //!
 //! Why openraft's own types as bincode payloads rather than a protobuf mirror: see the
 //! `codec` module; the format is versioned by the `format` field of every message.
@@ -54,8 +55,8 @@ pub use network::{Network, NetworkOptions, Peer};
 pub use server::{GroupRegistry, RaftService};
 pub use timeouts::{LogPolicy, RaftTimeouts};
 
-/// The group id of the global group, the one group of a cluster in global mode.
-pub const GLOBAL_GROUP: u64 = 0;
+/// idem-core's placement defines the group ids; re-exported for the Raft port's wiring.
+pub use idem_core::placement::GLOBAL_GROUP;
 
 /// Default largest Raft message, sent or accepted: 64 MiB (an AppendEntries batch of
 /// `max_payload_entries` commands with their results, a snapshot chunk). tonic's own

@@ -35,6 +35,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
+use idem_core::placement::GLOBAL_GROUP;
 use idem_proto::raft_v1::raft_client::RaftClient;
 use idem_proto::raft_v1::{
     raft_reply, snapshot_chunk, RaftReply, RaftRequest, SnapshotChunk, SnapshotHeader,
@@ -59,7 +60,7 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::codec::{self, FORMAT};
-use crate::{DEFAULT_MAX_MESSAGE_SIZE, GLOBAL_GROUP};
+use crate::DEFAULT_MAX_MESSAGE_SIZE;
 
 /// How a node talks to its peers. The defaults suit LAN and cross-region alike.
 #[derive(Clone, Debug, PartialEq, Eq)]

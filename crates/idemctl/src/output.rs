@@ -15,7 +15,7 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
 use idem_client::Lookup;
-use idem_core::{ErrorSummary, Record, Risk, Stage, StoredResult};
+use idem_core::{ErrorSummary, Record, Stage, StoredResult};
 
 use crate::cli::Format;
 use crate::error::CliError;
@@ -261,20 +261,6 @@ pub fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The API name of a stage, e.g. `CALLING`.
-pub fn stage_name(stage: Stage) -> &'static str {
-    stage.name()
-}
-
-/// The API name of a risk class.
-pub fn risk_name(risk: Risk) -> &'static str {
-    match risk {
-        Risk::Low => "LOW",
-        Risk::Normal => "NORMAL",
-        Risk::High => "HIGH",
-    }
-}
-
 /// A stored result: status code, resource, fields (sorted), purged flag.
 pub fn result_doc(result: &StoredResult) -> Doc {
     let fields = result.fields.iter().fold(Doc::new(), |doc, (name, value)| {
@@ -311,11 +297,11 @@ pub fn record_doc(record: &Record) -> Doc {
         .with("actor", scope.actor())
         .with("endpoint", scope.endpoint())
         .with("key", record.key.key.as_str())
-        .with("risk", risk_name(record.policy.risk))
+        .with("risk", record.policy.risk.name())
         .with("holder", lease.map(|l| l.holder.as_str()))
         .with("lease_expires_at_ms", lease.map(|l| l.expires_at.millis()))
         .with("remote_ref", record.remote_ref.clone())
-        .with("previous_stage", record.previous_stage.map(stage_name))
+        .with("previous_stage", record.previous_stage.map(Stage::name))
         .with("result", record.result.as_ref().map(result_doc))
         .with("error", record.error.as_ref().map(error_summary_doc))
         .with("fingerprint", record.fingerprint.to_string())

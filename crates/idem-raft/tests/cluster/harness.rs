@@ -8,11 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
+use idem_core::placement::GLOBAL_GROUP;
 use idem_core::testing::{Harness, BODY_A};
 use idem_core::{MemoryStore, Record, RecordKey, Timestamp};
-use idem_raft::{
-    GroupRegistry, LogPolicy, Network, NetworkOptions, RaftService, RaftTimeouts, GLOBAL_GROUP,
-};
+use idem_raft::{GroupRegistry, LogPolicy, Network, NetworkOptions, RaftService, RaftTimeouts};
 use idem_store::{LogId, NodeInfo, Raft, Request, StateReader};
 use openraft::async_runtime::WatchReceiver;
 use openraft::{RaftMetrics, ServerState};

@@ -9,12 +9,12 @@ use std::io::Read as _;
 
 use idem_client::{Claim, ClaimOutcome, ClaimRequest, Client, ClientError};
 use idem_core::fingerprint::CanonicalRequest;
-use idem_core::{Holder, Risk};
+use idem_core::{Holder, Risk, Stage};
 
 use super::target;
 use crate::cli::{ClaimArgs, RiskArg};
 use crate::error::CliError;
-use crate::output::{error_summary_doc, millis, result_doc, stage_name, Doc};
+use crate::output::{error_summary_doc, millis, result_doc, Doc};
 
 /// Claims the key and prints the outcome.
 pub async fn claim(client: &Client, args: ClaimArgs) -> Result<Doc, CliError> {
@@ -121,7 +121,7 @@ pub fn claim_doc(claim: &Claim) -> Doc {
             redelivered,
             ..
         } => doc
-            .with("previous_stage", previous_stage.map(stage_name))
+            .with("previous_stage", previous_stage.map(Stage::name))
             .with_some("remote_ref", remote_ref.clone())
             .with("redelivered", *redelivered)
             .with_some("lease_expires_at_ms", lease_expires_at.map(|t| t.millis())),
