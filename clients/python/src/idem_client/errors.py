@@ -1,0 +1,216 @@
+"""The exceptions of the client: one class per idem reason, grouped by what the caller must do.
+
+A caller of an idempotency store must tell three situations apart, because each asks for a
+different reaction (the same split as the Rust SDK's ``ClientError``):
+
+- the server **refused** the call and nothing changed (:class:`Rejected`, :class:`NotFound`,
+  :class:`InvalidArgument` and their subclasses): retrying the same call is pointless;
+- the call **may or may not have taken effect** (:class:`OutcomeUnknown`): re-send it with
+  the same key, holder and fence, or read the record with ``get``;
+- **no server could be reached** (:class:`Unavailable`): nothing was applied.
+
+Every exception carries the machine-readable :attr:`IdemError.reason` (the server's reason from
+``google.rpc.ErrorInfo``, falling back to the ``idem-reason`` metadata, or a client-side
+reason), so ``except StaleFence`` and ``if e.reason == "STALE_FENCE"`` are equivalent.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+# Client-side reasons (the server never sends these).
+UNAVAILABLE = "UNAVAILABLE"
+"""Reason of :class:`Unavailable`: no endpoint answered."""
+INVALID_RESPONSE = "INVALID_RESPONSE"
+"""Reason of :class:`InvalidResponse`: an answer this client cannot use."""
+
+
+class IdemError(Exception):
+    """Base of every error raised by the client."""
+
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        *,
+        code: grpc.StatusCode | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        """The machine-readable reason, e.g. ``STALE_FENCE``."""
+        self.message = message
+        """The human-readable message, without the reason."""
+        self.code = code
+        """The gRPC status code of the server's answer, when there was one."""
+        self.retry_after = retry_after
+        """The server's suggested wait before trying again (``retry-after-ms``), in seconds."""
+
+    @property
+    def is_outcome_unknown(self) -> bool:
+        """True when the call may have been applied: re-send it unchanged or read the record."""
+        return isinstance(self, OutcomeUnknown)
+
+    @property
+    def is_region_failover(self) -> bool:
+        """True for ``REGION_FAILOVER``: a HIGH-risk claim refused during region failover."""
+        return self.reason == "REGION_FAILOVER"
+
+
+class Rejected(IdemError):
+    """The server refused the call with a definite answer; nothing changed. Never retried."""
+
+
+class NotFound(IdemError):
+    """No record for this scope and key, or operation id."""
+
+
+class InvalidArgument(IdemError):
+    """The input is malformed, as found by the client before sending or by the server."""
+
+
+class OutcomeUnknown(IdemError):
+    """The call may or may not have been applied: ``UNAVAILABLE_OUTCOME_UNKNOWN`` or a lost
+    connection on every attempt the retry policy allowed. Re-send the same call (same key,
+    holder, fence) or read the record."""
+
+
+class Unavailable(IdemError):
+    """No endpoint could be reached (or none answered a read) within the retry policy."""
+
+
+class InvalidResponse(IdemError):
+    """The server's answer is not what this client understands: a bug or a version skew."""
+
+
+# --- one class per server reason -------------------------------------------------------------
+
+
+class InvalidKey(InvalidArgument):
+    """``INVALID_KEY``: empty, longer than 255 bytes, or a byte outside ``[A-Za-z0-9._:~-]``."""
+
+
+class InvalidScope(InvalidArgument):
+    """``INVALID_SCOPE``: a scope field is missing, too long or has a forbidden character."""
+
+
+class InvalidFingerprint(InvalidArgument):
+    """``INVALID_FINGERPRINT``: no fingerprint or canonical request, or a malformed one."""
+
+
+class InvalidPolicy(InvalidArgument):
+    """``INVALID_POLICY``: lease, retention, risk or result limit out of range."""
+
+
+class InvalidResult(InvalidArgument):
+    """``INVALID_RESULT``: a stored result or error summary is malformed."""
+
+
+class BodyTooLarge(InvalidArgument):
+    """``BODY_TOO_LARGE``: the canonical request body is above the server's limit."""
+
+
+class ResultTooLarge(InvalidArgument):
+    """``RESULT_TOO_LARGE``: the result is above the record's ``max_result_bytes``."""
+
+
+class StaleFence(Rejected):
+    """``STALE_FENCE``: the lease was taken over or revoked; stop working on the record."""
+
+
+class WrongState(Rejected):
+    """``WRONG_STATE``: the command is not allowed in the record's current state."""
+
+
+class IrreversibleStage(Rejected):
+    """``IRREVERSIBLE_STAGE``: release or cancel after an external call began."""
+
+
+class AlreadyTerminal(Rejected):
+    """``ALREADY_TERMINAL``: the record is COMPLETED, TERMINAL_FAILURE or CANCELLED."""
+
+
+class VersionMismatch(Rejected):
+    """``VERSION_MISMATCH``: Reconcile's expected version differs from the record's."""
+
+
+class RegionFailover(Rejected):
+    """``REGION_FAILOVER``: a HIGH-risk claim or takeover refused while the tenant's group is
+    in region failover. Never retried by the client: try again after :attr:`retry_after`."""
+
+
+class WrongGroup(Rejected):
+    """``WRONG_GROUP``: the tenant's home region is changing (retried by the client first)."""
+
+
+class RequestTooLarge(Rejected):
+    """``REQUEST_TOO_LARGE``: the request message is above the server's limit."""
+
+
+class Internal(Rejected):
+    """``INTERNAL``: a bug or a storage failure on the server."""
+
+
+class PermissionDenied(Rejected):
+    """``TENANT_FORBIDDEN`` or another ``PERMISSION_DENIED`` answer of an authenticated node."""
+
+
+class Unauthenticated(Rejected):
+    """``UNAUTHENTICATED``: the node requires credentials (TLS client certificate or token)."""
+
+
+class RateLimited(Rejected):
+    """``RATE_LIMITED``, ``QUOTA_EXCEEDED`` or ``OVERLOADED``: try again after
+    :attr:`retry_after`."""
+
+
+REASONS: dict[str, type[IdemError]] = {
+    "INVALID_KEY": InvalidKey,
+    "INVALID_SCOPE": InvalidScope,
+    "INVALID_FINGERPRINT": InvalidFingerprint,
+    "INVALID_POLICY": InvalidPolicy,
+    "INVALID_RESULT": InvalidResult,
+    "INVALID_ARGUMENT": InvalidArgument,
+    "BODY_TOO_LARGE": BodyTooLarge,
+    "RESULT_TOO_LARGE": ResultTooLarge,
+    "STALE_FENCE": StaleFence,
+    "WRONG_STATE": WrongState,
+    "IRREVERSIBLE_STAGE": IrreversibleStage,
+    "ALREADY_TERMINAL": AlreadyTerminal,
+    "VERSION_MISMATCH": VersionMismatch,
+    "NOT_FOUND": NotFound,
+    "REGION_FAILOVER": RegionFailover,
+    "WRONG_GROUP": WrongGroup,
+    "REQUEST_TOO_LARGE": RequestTooLarge,
+    "INTERNAL": Internal,
+    "TENANT_FORBIDDEN": PermissionDenied,
+    "PERMISSION_DENIED": PermissionDenied,
+    "UNAUTHENTICATED": Unauthenticated,
+    "RATE_LIMITED": RateLimited,
+    "QUOTA_EXCEEDED": RateLimited,
+    "OVERLOADED": RateLimited,
+    "UNAVAILABLE_OUTCOME_UNKNOWN": OutcomeUnknown,
+    UNAVAILABLE: Unavailable,
+    INVALID_RESPONSE: InvalidResponse,
+}
+"""The exception class of every reason this client knows."""
+
+
+def error_for(
+    reason: str,
+    message: str,
+    *,
+    code: grpc.StatusCode | None = None,
+    retry_after: float | None = None,
+) -> IdemError:
+    """The exception for `reason`: its own class, else by gRPC code (an unknown
+    ``INVALID_ARGUMENT`` reason is an :class:`InvalidArgument`, anything else :class:`Rejected`)."""
+    cls = REASONS.get(reason)
+    if cls is None:
+        cls = InvalidArgument if code == grpc.StatusCode.INVALID_ARGUMENT else Rejected
+    return cls(reason, message, code=code, retry_after=retry_after)
+
+
+def invalid(reason: str, message: str) -> IdemError:
+    """An input error found by the client before sending."""
+    return error_for(reason, message, code=grpc.StatusCode.INVALID_ARGUMENT)

@@ -1,0 +1,128 @@
+"""The ASGI middleware beyond the conformance cases: FastAPI, the ledger handle, takeovers,
+lease renewal, and the key header parser."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable
+from typing import Any
+
+import httpx
+import pytest
+from conftest import FAST
+from fastapi import FastAPI, Request
+
+from idem_client import AsyncClient, Scope, Stage, State, Target
+from idem_client.asgi import IdempotencyMiddleware, IdempotencyPolicy, MalformedKey, parse_key
+from support import Node
+
+
+def fastapi_app(node: Node, policy: IdempotencyPolicy, calls: list[dict[str, Any]]) -> FastAPI:
+    app = FastAPI()
+
+    @app.post("/v1/charges")
+    async def charge(body: dict[str, Any], request: Request) -> dict[str, Any]:
+        handle = request.state.idempotency
+        calls.append({"previous_stage": handle.previous_stage, "taken_over": handle.taken_over})
+        await handle.record_calling()
+        if body.get("crash") and len(calls) == 1:
+            raise RuntimeError("crashed after calling the provider")
+        await asyncio.sleep(body.get("sleep", 0))
+        await handle.record_confirmed(f"psp-{handle.operation_id}")
+        return {"id": f"ch_{len(calls)}", "amount": body["amount"]}
+
+    app.add_middleware(
+        IdempotencyMiddleware,
+        client=AsyncClient([node.endpoint], options=FAST),
+        tenant="acme",
+        environment="test",
+        actor="user-1",
+        policy=policy,
+    )
+    return app
+
+
+async def post(app: FastAPI, key: str, body: dict[str, Any]) -> httpx.Response:
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        return await http.post("/v1/charges", json=body, headers={"Idempotency-Key": f'"{key}"'})
+
+
+async def later(delay: float, request: Awaitable[httpx.Response]) -> httpx.Response:
+    await asyncio.sleep(delay)
+    return await request
+
+
+async def test_fastapi_retry_and_concurrent_duplicate(node: Node) -> None:
+    calls: list[dict[str, Any]] = []
+    app = fastapi_app(node, IdempotencyPolicy(), calls)
+    key = uuid.uuid4().hex
+    first, duplicate = await asyncio.gather(
+        post(app, key, {"amount": 10, "sleep": 0.5}), later(0.1, post(app, key, {"amount": 10, "sleep": 0.5}))
+    )
+    assert first.status_code == 200 and first.json() == {"id": "ch_1", "amount": 10}
+    assert duplicate.status_code == 409 and int(duplicate.headers["retry-after"]) >= 1
+    assert duplicate.json()["type"] == "urn:idem:problem:request-in-progress"
+    retry = await post(app, key, {"amount": 10, "sleep": 0.5})
+    assert retry.status_code == 200 and retry.headers["idempotent-replayed"] == "true"
+    assert retry.json() == {"id": "ch_1"}
+    assert len(calls) == 1
+
+    # With a wait budget the duplicate is held and answered as the first request was.
+    held = fastapi_app(node, IdempotencyPolicy(wait_budget=5), calls)
+    key = uuid.uuid4().hex
+    first, duplicate = await asyncio.gather(
+        post(held, key, {"amount": 3, "sleep": 0.5}), later(0.1, post(held, key, {"amount": 3, "sleep": 0.5}))
+    )
+    assert first.status_code == duplicate.status_code == 200
+    assert "idempotent-replayed" not in first.headers and duplicate.headers["idempotent-replayed"] == "true"
+    assert duplicate.json() == {"id": "ch_2"}
+    assert len(calls) == 2
+
+
+async def test_takeover_after_a_crash_during_the_call(node: Node) -> None:
+    calls: list[dict[str, Any]] = []
+    app = fastapi_app(node, IdempotencyPolicy(), calls)
+    key = uuid.uuid4().hex
+    crashed = await post(app, key, {"amount": 4, "crash": True})
+    assert crashed.status_code == 500
+    retried = await post(app, key, {"amount": 4, "crash": True})
+    assert retried.status_code == 200 and "idempotent-replayed" not in retried.headers
+    assert calls[1] == {"previous_stage": Stage.CALLING, "taken_over": True}, "the retry learns to check the PSP"
+    async with AsyncClient([node.endpoint], options=FAST) as client:
+        target = Target(Scope("acme", "test", "user-1", "POST /v1/charges"), key)
+        record = (await client.get(target)).record
+        assert record.state is State.COMPLETED and record.fence == 2 and record.remote_ref.startswith("psp-")
+
+
+async def test_lease_is_renewed_while_the_handler_runs(node: Node) -> None:
+    calls: list[dict[str, Any]] = []
+    app = fastapi_app(node, IdempotencyPolicy(lease=0.3), calls)
+    key = uuid.uuid4().hex
+    slow = asyncio.create_task(post(app, key, {"amount": 1, "sleep": 1.2}))
+    await asyncio.sleep(0.8)  # well past the first lease
+    duplicate = await post(app, key, {"amount": 1, "sleep": 1.2})
+    assert duplicate.status_code == 409, "the renewed lease is still live: no takeover"
+    assert (await slow).status_code == 200
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("header", "key"),
+    [(b'"abc"', "abc"), (b' "a-b_c.d:e~f" ', "a-b_c.d:e~f"), (b'"k";a=1;b="x";c=?0;d=tok;e=:AQ==:', "k")],
+)
+def test_key_header_parses(header: bytes, key: str) -> None:
+    assert parse_key([header]) == key
+
+
+@pytest.mark.parametrize(
+    "header",
+    [b"abc", b'"abc', b'""', b'"a b"', b'"a\\"b"', b'"\xc3\xa9"', b'"k";', b'"k";A=1', b'"k" x', b'"' + b"k" * 256 + b'"',
+     b'"k\x01"', b"x" * 2000],
+)  # fmt: skip
+def test_malformed_key_headers(header: bytes) -> None:
+    with pytest.raises(MalformedKey):
+        parse_key([header])
+    with pytest.raises(MalformedKey):
+        parse_key([b'"a"', b'"b"'])
