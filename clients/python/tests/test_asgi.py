@@ -63,7 +63,7 @@ async def test_fastapi_retry_and_concurrent_duplicate(node: Node) -> None:
     )
     assert first.status_code == 200 and first.json() == {"id": "ch_1", "amount": 10}
     assert duplicate.status_code == 409 and int(duplicate.headers["retry-after"]) >= 1
-    assert duplicate.json()["type"] == "urn:idem:problem:request-in-progress"
+    assert duplicate.json()["type"] == "urn:idem:problem:in-flight"
     retry = await post(app, key, {"amount": 10, "sleep": 0.5})
     assert retry.status_code == 200 and retry.headers["idempotent-replayed"] == "true"
     assert retry.json() == {"id": "ch_1"}

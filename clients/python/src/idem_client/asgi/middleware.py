@@ -8,17 +8,17 @@ closed: without a record (idem unreachable, region failover) the handler never r
 =======================================  ====================================================
 situation                                answer
 =======================================  ====================================================
-no key on a covered route (``required``)  400 ``key-missing``
-key not an sf-string / not a valid key    400 ``key-malformed``
+no key on a covered route (``required``)  400 ``missing-key``
+key not an sf-string / not a valid key    400 ``invalid-key``
 idem refuses the input (``INVALID_*``)    400 ``invalid-request`` (413 ``body-too-large``)
 first request (ACQUIRED, TAKEN_OVER)      the handler runs; its answer is stored, then sent
 in flight (IN_PROGRESS)                   held up to ``wait_budget`` (then answered as the
-                                          first was), else 409 ``request-in-progress`` +
+                                          first was), else 409 ``in-flight`` +
                                           ``Retry-After``
 replay (COMPLETED)                        the stored status, headers and body fields, with
                                           ``Idempotent-Replayed: true``
-replayed failure (terminal 4xx)           its status, 4xx ``operation-failed``, replayed
-cancelled                                 409 ``operation-cancelled``
+replayed failure (terminal 4xx)           its status, 4xx ``replayed-failure``, replayed
+cancelled                                 409 ``cancelled``
 other request, same key (MISMATCH)        422 ``fingerprint-mismatch``
 FINGERPRINT_UNVERIFIABLE                  422 ``fingerprint-unverifiable`` (algorithm named)
 NEEDS_RECONCILIATION                      409 (or 503) ``needs-reconciliation``
@@ -118,15 +118,15 @@ class IdempotencyMiddleware:
         values = [v for k, v in scope.get("headers", []) if k.lower() == HEADER]
         if not values:
             if policy.required:
-                await respond(send, Problem(400, "key-missing", "Idempotency-Key is required",
-                                            "send an Idempotency-Key header on this route", "KEY_MISSING"))
+                await respond(send, Problem(400, "missing-key", "Idempotency-Key is required",
+                                            "send an Idempotency-Key header on this route", "MISSING_KEY"))
             else:
                 await self.app(scope, receive, send)
             return
         try:
             key = parse_key(values)
         except MalformedKey as e:
-            await respond(send, Problem(400, "key-malformed", "Idempotency-Key is malformed", str(e), "KEY_MALFORMED"))
+            await respond(send, Problem(400, "invalid-key", "Idempotency-Key is malformed", str(e), "INVALID_KEY"))
             return
         body = await read_body(receive)
         if body is None:
@@ -413,19 +413,19 @@ async def respond(send: Send, problem: Problem) -> None:
 
 def in_progress(retry_after: float | None) -> Problem:
     """409: another request with this key is being processed."""
-    return Problem(409, "request-in-progress", "A request with this key is in progress",
+    return Problem(409, "in-flight", "A request with this key is in progress",
                    "retry after the first request finished", "IN_PROGRESS", retry_after=retry_after or 1.0)
 
 
 def failed_problem(state: State, error: ErrorSummary | None) -> Problem:
     """The replay of a failed or cancelled operation."""
     if state is State.CANCELLED or error is None:
-        return Problem(409, "operation-cancelled", "The operation was cancelled",
+        return Problem(409, "cancelled", "The operation was cancelled",
                        "a request with this key was cancelled", "CANCELLED", headers=[REPLAYED])
     status = 400
     if error.code.startswith("http_") and error.code[5:].isdigit():
         status = int(error.code[5:])
-    return Problem(status, "operation-failed", "The first request with this key failed", error.message or error.code,
+    return Problem(status, "replayed-failure", "The first request with this key failed", error.message or error.code,
                    "FAILED", extra={"code": error.code}, headers=[REPLAYED])
 
 
