@@ -39,6 +39,12 @@ fmt: ## Format the workspace.
 run: bootstrap ## Start a dev node with data under ./data.
 	$(CARGO) run --release --bin idemd
 
+.PHONY: python-test
+python-test: ## The Python client's tests (clients/python) against real idemd processes (< 2 min).
+	@scripts/bootstrap.sh --python
+	$(CARGO) build --release --bin idemd
+	clients/python/scripts/test.sh
+
 bench: ## idem vs etcd side by side (3 nodes each, < 10 min; installs etcd-server when missing): scripts/bench/compare.sh.
 	@scripts/bootstrap.sh --bench
 	scripts/bench/compare.sh

@@ -6,9 +6,16 @@
 #   iproute2 iptables libfaketime   the jepsen harness (namespaces, partitions, clock skew)
 #   fonts-dejavu-core               labels in the jepsen plots
 #   etcd-server etcd-client         only with --bench: the store `make bench` compares against
+#   --python                        the Python client's virtual environment (clients/python/scripts/venv.sh)
 #
 # Idempotent and quiet when everything is present. Needs root (or sudo) to install.
 set -euo pipefail
+
+if [[ "${1:-}" == --python ]]; then
+  # The Python client (clients/python): the system packages, then its virtual environment.
+  "$0"
+  exec "$(dirname "$0")/../clients/python/scripts/venv.sh"
+fi
 
 packages=(librocksdb-dev libclang-dev iproute2 iptables libfaketime fonts-dejavu-core)
 if [[ "${1:-}" == --bench ]]; then
