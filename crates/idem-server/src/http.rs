@@ -16,7 +16,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::Backend;
+use crate::backend::Backend;
 use crate::metrics::Metrics;
 use crate::stats::StatsCache;
 

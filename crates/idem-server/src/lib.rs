@@ -5,7 +5,7 @@
 //! health and reflection) plus an HTTP port with `/metrics` and `/healthz`.
 //!
 //! Every write, even on a single node, is a Raft proposal stamped with the leader's clock
-//! ([`raft::RaftBackend`]): the path that runs in a one-voter group today is exactly the
+//! ([`replica::Replica`]): the path that runs in a one-voter group today is exactly the
 //! one that runs replicated later. Reads that decide anything first pass a read-index
 //! barrier. Both are bounded by timeouts, and a timeout is reported as
 //! `UNAVAILABLE_OUTCOME_UNKNOWN`, never as a definite failure.
@@ -15,10 +15,11 @@
 //! - [`Config`]: the effective configuration (file < `IDEM_*` environment < flags).
 //! - [`Node::start`] → [`NodeHandle`]: start a node (tests and `idemd` alike), learn its
 //!   bound addresses, shut it down.
-//! - [`api::Backend`]: what the gRPC services need from the replicated store; the services
-//!   ([`api::IdempotencyService`], [`api::AdminService`]) depend on nothing else.
+//! - [`backend::Backend`]: what the gRPC services need from the replicated store; the
+//!   services ([`api::IdempotencyService`], [`api::AdminService`]) depend on nothing else.
 
 pub mod api;
+pub mod backend;
 pub mod cluster;
 pub mod config;
 pub mod failpoint;
@@ -27,7 +28,7 @@ pub mod http;
 pub mod metrics;
 pub mod node;
 pub mod policy;
-pub mod raft;
+pub mod replica;
 pub mod shutdown;
 pub mod stats;
 pub mod sweep;

@@ -14,7 +14,7 @@ use prometheus::{
     IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crate::api::RaftStatus;
+use crate::backend::RaftStatus;
 use crate::stats::RecordStats;
 
 /// Every metric of a node.

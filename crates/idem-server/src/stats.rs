@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use idem_core::{State, Timestamp};
 
-use crate::api::{ApiError, Backend};
+use crate::backend::{Backend, RequestError};
 
 /// Most records one statistics scan reads.
 pub const SCAN_LIMIT: usize = 100_000;
@@ -42,7 +42,7 @@ impl RecordStats {
     }
 
     /// Scans at most `limit` records of `backend`.
-    pub fn collect(backend: &dyn Backend, limit: usize) -> Result<RecordStats, ApiError> {
+    pub fn collect(backend: &dyn Backend, limit: usize) -> Result<RecordStats, RequestError> {
         let mut stats = RecordStats::default();
         let mut after: Option<Vec<u8>> = None;
         loop {
@@ -78,7 +78,7 @@ pub struct StatsCache {
 
 impl StatsCache {
     /// Fresh enough statistics: the cached ones, or a new scan on a blocking thread.
-    pub async fn get(&self, backend: Arc<dyn Backend>) -> Result<RecordStats, ApiError> {
+    pub async fn get(&self, backend: Arc<dyn Backend>) -> Result<RecordStats, RequestError> {
         if let Some((at, stats)) = self.lock().as_ref() {
             if at.elapsed() < CACHE_FOR {
                 return Ok(stats.clone());
@@ -87,7 +87,7 @@ impl StatsCache {
         let stats =
             tokio::task::spawn_blocking(move || RecordStats::collect(backend.as_ref(), SCAN_LIMIT))
                 .await
-                .map_err(|e| ApiError::Internal(format!("statistics scan failed: {e}")))??;
+                .map_err(|e| RequestError::Internal(format!("statistics scan failed: {e}")))??;
         *self.lock() = Some((Instant::now(), stats.clone()));
         Ok(stats)
     }

@@ -18,7 +18,7 @@ use idem_core::{Command, Outcome};
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{ApiError, Backend};
+use crate::backend::{Backend, RequestError};
 use crate::metrics::Metrics;
 
 /// Most batches one tick proposes.
@@ -64,7 +64,7 @@ pub async fn sweep_once(
     config: SweepConfig,
     metrics: &Metrics,
     shutdown: &CancellationToken,
-) -> Result<u64, ApiError> {
+) -> Result<u64, RequestError> {
     let mut deleted = 0;
     for _ in 0..MAX_BATCHES_PER_TICK {
         if shutdown.is_cancelled() || !backend.raft_status().is_leader() {
@@ -80,12 +80,12 @@ pub async fn sweep_once(
         let expired = match backend.propose(command).await {
             Ok(Outcome::Expired { operation_ids }) => operation_ids.len() as u64,
             Ok(_) => {
-                return Err(ApiError::Internal(
+                return Err(RequestError::Internal(
                     "expire: unexpected outcome from apply".into(),
                 ))
             }
             // Leadership moved between the check and the proposal: the new leader sweeps.
-            Err(ApiError::NotLeader { .. }) => break,
+            Err(RequestError::NotLeader { .. }) => break,
             Err(error) => return Err(error),
         };
         deleted += expired;
@@ -110,7 +110,7 @@ mod tests {
     use idem_core::{Holder, IdempotencyKey, OperationId, Policy, RecordKey, Scope, StoredResult};
 
     use super::*;
-    use crate::api::testing::MemoryBackend;
+    use crate::backend::memory::MemoryBackend;
 
     async fn finished(backend: &MemoryBackend, key: &str, retention: Duration) {
         let target = RecordKey::new(

@@ -21,10 +21,10 @@ pub(crate) fn claim<S: StateStore + ?Sized>(
     state: &S,
     ctx: &mut Ctx,
     claim: &Claim,
-    guarded: bool,
+    in_failover: bool,
 ) -> Result<Outcome, StoreError> {
     let Some(record) = state.record(&claim.target)? else {
-        if guarded && claim.policy.risk == Risk::High {
+        if in_failover && claim.policy.risk == Risk::High {
             return Ok(region_failover());
         }
         return Ok(create(ctx, claim));
@@ -37,7 +37,7 @@ pub(crate) fn claim<S: StateStore + ?Sized>(
         Match::Unverifiable => view(ClaimKind::FingerprintUnverifiable, record),
         Match::Same => existing(ctx, claim, record),
     };
-    if guarded && is_high_risk_takeover(&outcome) {
+    if in_failover && is_high_risk_takeover(&outcome) {
         // Nothing of the takeover is written: the lost region's worker may still run.
         ctx.writes = WriteSet::default();
         return Ok(region_failover());

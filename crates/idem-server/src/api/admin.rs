@@ -18,7 +18,8 @@ use idem_proto::v1::admin_server::Admin;
 use tonic::{Request, Response, Status};
 
 use crate::api::{convert, members, regions};
-use crate::api::{observe, record_operation, ApiContext, ApiError, Backend};
+use crate::api::{observe, record_operation, ApiContext};
+use crate::backend::{Backend, RequestError};
 
 /// `ListOperations` page size when the request says 0.
 pub const DEFAULT_LIST_LIMIT: usize = 100;
@@ -49,7 +50,7 @@ struct ListQuery {
 }
 
 impl ListQuery {
-    fn parse(req: pb::ListOperationsRequest) -> Result<Self, ApiError> {
+    fn parse(req: pb::ListOperationsRequest) -> Result<Self, RequestError> {
         let mut states = BTreeSet::new();
         for value in req.states {
             states.extend(convert::state_filter(value)?);
@@ -71,7 +72,9 @@ impl ListQuery {
                 .ok()
                 .filter(|t| t.starts_with(&prefix) && !t.is_empty())
                 .ok_or_else(|| {
-                    ApiError::argument("page_token: not a token of a previous page of this query")
+                    RequestError::argument(
+                        "page_token: not a token of a previous page of this query",
+                    )
                 })?;
             Some(token)
         };
@@ -95,7 +98,7 @@ impl ListQuery {
         &self,
         backend: &dyn Backend,
         now: Timestamp,
-    ) -> Result<(Vec<Record>, Option<Vec<u8>>), ApiError> {
+    ) -> Result<(Vec<Record>, Option<Vec<u8>>), RequestError> {
         let mut found = Vec::new();
         let mut cursor = self.after.clone();
         let mut scanned = 0;
@@ -146,7 +149,7 @@ impl AdminService {
     async fn list(
         &self,
         req: pb::ListOperationsRequest,
-    ) -> Result<pb::ListOperationsResponse, ApiError> {
+    ) -> Result<pb::ListOperationsResponse, RequestError> {
         let query = ListQuery::parse(req)?;
         self.ctx.backend.read_barrier().await?;
         let backend = Arc::clone(&self.ctx.backend);
@@ -155,7 +158,7 @@ impl AdminService {
             query.run(backend.as_ref(), now)
         })
         .await
-        .map_err(|e| ApiError::Internal(format!("list task failed: {e}")))??;
+        .map_err(|e| RequestError::Internal(format!("list task failed: {e}")))??;
         Ok(pb::ListOperationsResponse {
             records: records.iter().map(convert::record_to_proto).collect(),
             next_page_token: cursor.map(hex::encode).unwrap_or_default(),
@@ -165,7 +168,7 @@ impl AdminService {
     async fn reconcile(
         &self,
         req: pb::ReconcileRequest,
-    ) -> Result<pb::ReconcileResponse, ApiError> {
+    ) -> Result<pb::ReconcileResponse, RequestError> {
         let operation_id = convert::operation_id(&req.operation_id)?;
         record_operation(&operation_id);
         let target = match pb::State::try_from(req.target) {
@@ -182,7 +185,7 @@ impl AdminService {
             Ok(pb::State::TerminalFailure) => {
                 ReconcileTarget::TerminalFailure(convert::error_summary(req.error)?)
             }
-            _ => return Err(ApiError::argument(
+            _ => return Err(RequestError::argument(
                 "target must be STATE_COMPLETED, STATE_RETRYABLE_FAILURE or STATE_TERMINAL_FAILURE",
             )),
         };
@@ -208,7 +211,7 @@ impl AdminService {
                 })
             }
             Outcome::Rejected(rejection) => Err(rejection.into()),
-            _ => Err(ApiError::Internal(
+            _ => Err(RequestError::Internal(
                 "reconcile: unexpected outcome from apply".into(),
             )),
         }
@@ -217,7 +220,7 @@ impl AdminService {
     async fn purge(
         &self,
         req: pb::PurgeSubjectRequest,
-    ) -> Result<pb::PurgeSubjectResponse, ApiError> {
+    ) -> Result<pb::PurgeSubjectResponse, RequestError> {
         validate_tenant(&req.tenant)?;
         validate_actor(&req.actor)?;
         let admin = operator(req.operator);
@@ -243,7 +246,7 @@ impl AdminService {
                 }
                 Outcome::Rejected(rejection) => return Err(rejection.into()),
                 _ => {
-                    return Err(ApiError::Internal(
+                    return Err(RequestError::Internal(
                         "purge: unexpected outcome from apply".into(),
                     ))
                 }
@@ -255,7 +258,7 @@ impl AdminService {
         })
     }
 
-    async fn status(&self) -> Result<pb::StatusResponse, ApiError> {
+    async fn status(&self) -> Result<pb::StatusResponse, RequestError> {
         let backend = &self.ctx.backend;
         let raft = backend.raft_status();
         let stats = self.ctx.stats.get(Arc::clone(backend)).await?;

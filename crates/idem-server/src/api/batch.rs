@@ -17,7 +17,7 @@ use idem_proto::v1::batch_reply::Reply;
 use idem_proto::v1::idempotency_server::Idempotency;
 use tonic::{Request, Response, Status};
 
-use crate::api::{forwarded, ApiError};
+use crate::backend::{forwarded, RequestError};
 
 /// Most calls in one batch. Large enough that coalescing many callers pays off, small enough
 /// that one batch cannot monopolise the node (a batch holds its answers until the slowest
@@ -28,19 +28,19 @@ pub const MAX_BATCH_CALLS: usize = 256;
 pub(crate) async fn run<S: Idempotency>(
     service: &S,
     batch: pb::BatchRequest,
-) -> Result<pb::BatchResponse, ApiError> {
+) -> Result<pb::BatchResponse, RequestError> {
     let calls = checked(batch.calls)?;
     let replies = join_all(calls.into_iter().map(|call| answer(service, call))).await;
     Ok(pb::BatchResponse { replies })
 }
 
 /// The requests of a batch, or why the batch is malformed (nothing runs then).
-fn checked(calls: Vec<pb::BatchCall>) -> Result<Vec<Call>, ApiError> {
+fn checked(calls: Vec<pb::BatchCall>) -> Result<Vec<Call>, RequestError> {
     if calls.is_empty() {
-        return Err(ApiError::argument("a batch needs at least one call"));
+        return Err(RequestError::argument("a batch needs at least one call"));
     }
     if calls.len() > MAX_BATCH_CALLS {
-        return Err(ApiError::argument(format!(
+        return Err(RequestError::argument(format!(
             "a batch holds at most {MAX_BATCH_CALLS} calls, not {}",
             calls.len()
         )));
@@ -50,7 +50,7 @@ fn checked(calls: Vec<pb::BatchCall>) -> Result<Vec<Call>, ApiError> {
         .enumerate()
         .map(|(index, call)| {
             call.request
-                .ok_or_else(|| ApiError::argument(format!("call {index} has no request")))
+                .ok_or_else(|| RequestError::argument(format!("call {index} has no request")))
         })
         .collect()
 }
@@ -99,8 +99,9 @@ mod tests {
     use tonic::Code;
 
     use super::*;
-    use crate::api::testing::{claim_req, complete_req, context, MemoryBackend};
+    use crate::api::testing::{claim_req, complete_req, context};
     use crate::api::IdempotencyService;
+    use crate::backend::memory::MemoryBackend;
     use crate::policy::Policies;
 
     fn service() -> IdempotencyService {

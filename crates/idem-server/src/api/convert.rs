@@ -14,7 +14,7 @@ use idem_proto::convert as wire;
 use idem_proto::reason;
 use idem_proto::v1 as pb;
 
-use crate::api::ApiError;
+use crate::backend::RequestError;
 
 pub use idem_proto::convert::{
     claim_kind_to_proto, duration_from_ms, duration_to_ms, error_to_proto, record_to_proto,
@@ -22,22 +22,22 @@ pub use idem_proto::convert::{
 };
 
 /// The record key of a request's scope and key (`INVALID_SCOPE`, `INVALID_KEY`).
-pub fn record_key(scope: Option<pb::Scope>, key: String) -> Result<RecordKey, ApiError> {
+pub fn record_key(scope: Option<pb::Scope>, key: String) -> Result<RecordKey, RequestError> {
     let scope = wire::scope_from_proto(scope)?;
     let key = IdempotencyKey::new(key)?;
     Ok(RecordKey::new(scope, key))
 }
 
 /// An operation id in its UUID text form.
-pub fn operation_id(text: &str) -> Result<OperationId, ApiError> {
+pub fn operation_id(text: &str) -> Result<OperationId, RequestError> {
     if text.is_empty() {
-        return Err(ApiError::argument("operation_id is required"));
+        return Err(RequestError::argument("operation_id is required"));
     }
     Ok(text.parse::<OperationId>()?)
 }
 
 /// The fingerprints a claim sent.
-pub fn fingerprints(fingerprints: Vec<pb::Fingerprint>) -> Result<Vec<Fingerprint>, ApiError> {
+pub fn fingerprints(fingerprints: Vec<pb::Fingerprint>) -> Result<Vec<Fingerprint>, RequestError> {
     fingerprints
         .into_iter()
         .map(|f| Ok(wire::fingerprint_from_proto(f)?))
@@ -57,10 +57,10 @@ pub struct BodyLimits {
 pub fn canonical_fingerprint(
     request: pb::CanonicalRequest,
     limits: BodyLimits,
-) -> Result<Fingerprint, ApiError> {
+) -> Result<Fingerprint, RequestError> {
     if let Some(body) = &request.body_json {
         if body.len() > limits.max_body_bytes {
-            return Err(ApiError::invalid(
+            return Err(RequestError::invalid(
                 reason::BODY_TOO_LARGE,
                 format!(
                     "request.body_json is {} bytes, the limit is {} bytes",
@@ -77,14 +77,14 @@ pub fn canonical_fingerprint(
 }
 
 /// A claim's requested risk; `UNSPECIFIED` is "no override", unknown is `INVALID_POLICY`.
-pub fn risk(value: i32) -> Result<Option<Risk>, ApiError> {
+pub fn risk(value: i32) -> Result<Option<Risk>, RequestError> {
     Ok(wire::optional_risk_from_proto(value)?)
 }
 
 /// A result to store; absent is `INVALID_RESULT`.
-pub fn stored_result(result: Option<pb::StoredResult>) -> Result<StoredResult, ApiError> {
-    let result =
-        result.ok_or_else(|| ApiError::invalid(reason::INVALID_RESULT, "result is required"))?;
+pub fn stored_result(result: Option<pb::StoredResult>) -> Result<StoredResult, RequestError> {
+    let result = result
+        .ok_or_else(|| RequestError::invalid(reason::INVALID_RESULT, "result is required"))?;
     let stored = StoredResult {
         // Set by purges only; ignored on input.
         purged: false,
@@ -95,18 +95,18 @@ pub fn stored_result(result: Option<pb::StoredResult>) -> Result<StoredResult, A
 }
 
 /// An error summary to store; absent is `INVALID_RESULT`.
-pub fn error_summary(error: Option<pb::ErrorSummary>) -> Result<ErrorSummary, ApiError> {
+pub fn error_summary(error: Option<pb::ErrorSummary>) -> Result<ErrorSummary, RequestError> {
     let error =
-        error.ok_or_else(|| ApiError::invalid(reason::INVALID_RESULT, "error is required"))?;
+        error.ok_or_else(|| RequestError::invalid(reason::INVALID_RESULT, "error is required"))?;
     let summary = wire::error_from_proto(error);
     summary.validate()?;
     Ok(summary)
 }
 
 /// A state filter of `ListOperations`; `UNSPECIFIED` means "no filter" (`None`).
-pub fn state_filter(value: i32) -> Result<Option<State>, ApiError> {
+pub fn state_filter(value: i32) -> Result<Option<State>, RequestError> {
     wire::optional_state_from_proto(value)
-        .map_err(|_| ApiError::argument(format!("states: unknown value {value}")))
+        .map_err(|_| RequestError::argument(format!("states: unknown value {value}")))
 }
 
 /// The proto name of a state (`STATE_PENDING`), the key of `records_by_state`.
@@ -137,7 +137,7 @@ mod tests {
         }
     }
 
-    fn reason_of(result: Result<impl std::fmt::Debug, ApiError>) -> &'static str {
+    fn reason_of(result: Result<impl std::fmt::Debug, RequestError>) -> &'static str {
         result.unwrap_err().reason()
     }
 

@@ -23,9 +23,8 @@ use idem_proto::v1::idempotency_server::Idempotency;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
-use crate::api::{
-    batch, convert, observe, record_key_hash, record_operation, ApiContext, ApiError,
-};
+use crate::api::{batch, convert, observe, record_key_hash, record_operation, ApiContext};
+use crate::backend::RequestError;
 use crate::policy::Overrides;
 
 /// Longest `Wait` budget.
@@ -49,11 +48,11 @@ impl IdempotencyService {
         IdempotencyService { ctx }
     }
 
-    async fn handle_claim(&self, req: pb::ClaimRequest) -> Result<pb::ClaimResponse, ApiError> {
+    async fn handle_claim(&self, req: pb::ClaimRequest) -> Result<pb::ClaimResponse, RequestError> {
         let target = convert::record_key(req.scope, req.key)?;
         record_key_hash(&target.key);
         if req.holder.is_empty() {
-            return Err(ApiError::argument(
+            return Err(RequestError::argument(
                 "holder is required: a unique id per worker attempt (the SDK generates one)",
             ));
         }
@@ -116,15 +115,15 @@ impl IdempotencyService {
         &self,
         fingerprints: Vec<pb::Fingerprint>,
         request: Option<pb::CanonicalRequest>,
-    ) -> Result<Vec<Fingerprint>, ApiError> {
+    ) -> Result<Vec<Fingerprint>, RequestError> {
         match (fingerprints.is_empty(), request) {
-            (false, Some(_)) => Err(ApiError::invalid(
+            (false, Some(_)) => Err(RequestError::invalid(
                 reason::INVALID_FINGERPRINT,
                 "set either fingerprints or request, not both",
             )),
             (false, None) => convert::fingerprints(fingerprints),
             (true, Some(request)) => Ok(vec![self.fingerprint(request).await?]),
-            (true, None) => Err(ApiError::invalid(
+            (true, None) => Err(RequestError::invalid(
                 reason::INVALID_FINGERPRINT,
                 "a claim needs fingerprints or a canonical request",
             )),
@@ -132,7 +131,10 @@ impl IdempotencyService {
     }
 
     /// Computes `jcs-sha256/v1` of a canonical request; large bodies off the async threads.
-    async fn fingerprint(&self, request: pb::CanonicalRequest) -> Result<Fingerprint, ApiError> {
+    async fn fingerprint(
+        &self,
+        request: pb::CanonicalRequest,
+    ) -> Result<Fingerprint, RequestError> {
         let limits = self.ctx.limits;
         let size = request.body_json.as_ref().map_or(0, Vec::len);
         if size <= INLINE_BODY_BYTES || size > limits.max_body_bytes {
@@ -140,7 +142,7 @@ impl IdempotencyService {
         }
         tokio::task::spawn_blocking(move || convert::canonical_fingerprint(request, limits))
             .await
-            .map_err(|e| ApiError::Internal(format!("fingerprint task failed: {e}")))?
+            .map_err(|e| RequestError::Internal(format!("fingerprint task failed: {e}")))?
     }
 
     fn count_claim(&self, prior: Option<&Record>, outcome: &ClaimOutcome) {
@@ -159,7 +161,7 @@ impl IdempotencyService {
     }
 
     /// Proposes a worker mutation and returns the record it changed.
-    async fn mutate(&self, command: Command) -> Result<pb::RecordResponse, ApiError> {
+    async fn mutate(&self, command: Command) -> Result<pb::RecordResponse, RequestError> {
         let name = command.name();
         match self.ctx.backend.propose(command).await? {
             Outcome::Record(record) => {
@@ -183,7 +185,7 @@ impl IdempotencyService {
         }
     }
 
-    fn unexpected(&self, command: &str, outcome: Outcome) -> ApiError {
+    fn unexpected(&self, command: &str, outcome: Outcome) -> RequestError {
         if let Outcome::Rejected(rejection) = outcome {
             self.ctx
                 .metrics
@@ -192,16 +194,16 @@ impl IdempotencyService {
                 .inc();
             return rejection.into();
         }
-        ApiError::Internal(format!("{command}: unexpected outcome from apply"))
+        RequestError::Internal(format!("{command}: unexpected outcome from apply"))
     }
 
-    fn fenced(scope: Option<pb::Scope>, key: String, fence: u64) -> Result<Fenced, ApiError> {
+    fn fenced(scope: Option<pb::Scope>, key: String, fence: u64) -> Result<Fenced, RequestError> {
         let target = convert::record_key(scope, key)?;
         record_key_hash(&target.key);
         Ok(Fenced { target, fence })
     }
 
-    async fn handle_get(&self, target: Lookup) -> Result<pb::GetResponse, ApiError> {
+    async fn handle_get(&self, target: Lookup) -> Result<pb::GetResponse, RequestError> {
         self.barrier(&target).await?;
         let record = self.lookup(&target)?;
         let outcome = ClaimKind::preview(&record, self.ctx.backend.now());
@@ -213,24 +215,24 @@ impl IdempotencyService {
 
     /// A linearizable barrier on the group(s) that may hold `target`: the tenant's group
     /// for a key, every group for an operation id.
-    async fn barrier(&self, target: &Lookup) -> Result<(), ApiError> {
+    async fn barrier(&self, target: &Lookup) -> Result<(), RequestError> {
         match target {
             Lookup::Key(key) => self.ctx.backend.read_barrier_for(key.scope.tenant()).await,
             Lookup::Operation(_) => self.ctx.backend.read_barrier().await,
         }
     }
 
-    fn lookup(&self, target: &Lookup) -> Result<Record, ApiError> {
+    fn lookup(&self, target: &Lookup) -> Result<Record, RequestError> {
         let record = match target {
             Lookup::Key(key) => self.ctx.backend.record(key)?,
             Lookup::Operation(id) => self.ctx.backend.operation(id)?,
         };
-        let record = record.ok_or(ApiError::Rejected(idem_core::Rejection::NotFound))?;
+        let record = record.ok_or(RequestError::Rejected(idem_core::Rejection::NotFound))?;
         record_operation(&record.operation_id);
         Ok(record)
     }
 
-    async fn handle_wait(&self, req: pb::WaitRequest) -> Result<pb::WaitResponse, ApiError> {
+    async fn handle_wait(&self, req: pb::WaitRequest) -> Result<pb::WaitResponse, RequestError> {
         let by_key = req.scope.is_some() || !req.key.is_empty();
         let target = match (by_key, req.operation_id.is_empty()) {
             (true, true) => {
@@ -240,12 +242,12 @@ impl IdempotencyService {
             }
             (false, false) => Lookup::Operation(convert::operation_id(&req.operation_id)?),
             (true, false) => {
-                return Err(ApiError::argument(
+                return Err(RequestError::argument(
                     "set either scope and key or operation_id, not both",
                 ))
             }
             (false, true) => {
-                return Err(ApiError::argument(
+                return Err(RequestError::argument(
                     "set either scope and key or operation_id",
                 ))
             }
@@ -263,7 +265,7 @@ impl IdempotencyService {
         &self,
         target: Lookup,
         deadline: Instant,
-    ) -> Result<pb::WaitResponse, ApiError> {
+    ) -> Result<pb::WaitResponse, RequestError> {
         let backend = &self.ctx.backend;
         self.barrier(&target).await?;
         let tenant = self.lookup(&target)?.key.scope.tenant().to_owned();
@@ -423,7 +425,7 @@ impl Idempotency for IdempotencyService {
                         remote_ref: req.remote_ref,
                     },
                     _ => {
-                        return Err(ApiError::argument(
+                        return Err(RequestError::argument(
                             "stage must be EXTERNAL_CALL_STAGE_CALLING or EXTERNAL_CALL_STAGE_REMOTE_CONFIRMED",
                         ))
                     }

@@ -1,18 +1,18 @@
 //! The membership RPCs of `idem.v1.Admin`: translation between the wire messages and
 //! [`MembershipChange`] / [`MembershipView`]. The work happens on the leader, reached
-//! through [`crate::api::Backend::membership`] (forwarded from a follower).
+//! through [`crate::backend::Backend::membership`] (forwarded from a follower).
 
 use std::net::SocketAddr;
 
 use idem_proto::v1 as pb;
 
-use crate::api::{
-    ApiContext, ApiError, MemberInfo, MembershipChange, MembershipView, PlacementAnswer,
-    PlacementCall,
+use crate::api::ApiContext;
+use crate::backend::{
+    MemberInfo, MembershipChange, MembershipView, PlacementAnswer, PlacementCall, RequestError,
 };
 
 /// `ListMembers`.
-pub(crate) async fn list(ctx: &ApiContext) -> Result<pb::ListMembersResponse, ApiError> {
+pub(crate) async fn list(ctx: &ApiContext) -> Result<pb::ListMembersResponse, RequestError> {
     let view = ctx.backend.membership(MembershipChange::List).await?;
     Ok(pb::ListMembersResponse {
         members: members_pb(&view),
@@ -26,10 +26,10 @@ pub(crate) async fn list(ctx: &ApiContext) -> Result<pb::ListMembersResponse, Ap
 pub(crate) async fn add(
     ctx: &ApiContext,
     req: pb::AddMemberRequest,
-) -> Result<pb::AddMemberResponse, ApiError> {
+) -> Result<pb::AddMemberResponse, RequestError> {
     let member = req
         .member
-        .ok_or_else(|| ApiError::argument("member is required"))?;
+        .ok_or_else(|| RequestError::argument("member is required"))?;
     let info = new_member(member)?;
     tracing::info!(id = info.id, raft_addr = %info.raft_addr, "adding a learner");
     let view = ctx.backend.membership(MembershipChange::Add(info)).await?;
@@ -43,7 +43,7 @@ pub(crate) async fn add(
 pub(crate) async fn promote(
     ctx: &ApiContext,
     req: pb::PromoteMemberRequest,
-) -> Result<pb::MembersResponse, ApiError> {
+) -> Result<pb::MembersResponse, RequestError> {
     let id = member_id(req.id)?;
     tracing::info!(id, "promoting a learner");
     let view = ctx
@@ -59,7 +59,7 @@ pub(crate) async fn promote(
 pub(crate) async fn remove(
     ctx: &ApiContext,
     req: pb::RemoveMemberRequest,
-) -> Result<pb::MembersResponse, ApiError> {
+) -> Result<pb::MembersResponse, RequestError> {
     let id = member_id(req.id)?;
     tracing::info!(id, "removing a member");
     let view = ctx.backend.membership(MembershipChange::Remove(id)).await?;
@@ -72,7 +72,7 @@ pub(crate) async fn remove(
 pub(crate) async fn transfer(
     ctx: &ApiContext,
     req: pb::TransferLeaderRequest,
-) -> Result<pb::TransferLeaderResponse, ApiError> {
+) -> Result<pb::TransferLeaderResponse, RequestError> {
     let to = member_id(req.to)?;
     tracing::info!(to, group = req.group, "transferring leadership");
     if req.group != idem_core::placement::GLOBAL_GROUP {
@@ -85,7 +85,7 @@ pub(crate) async fn transfer(
                 leader_id: group.leader_id.unwrap_or(0),
                 term: group.term,
             }),
-            PlacementAnswer::Config(_) => Err(ApiError::Internal(
+            PlacementAnswer::Config(_) => Err(RequestError::Internal(
                 "transfer: unexpected placement answer".into(),
             )),
         };
@@ -100,23 +100,23 @@ pub(crate) async fn transfer(
     })
 }
 
-fn member_id(id: u64) -> Result<u64, ApiError> {
+fn member_id(id: u64) -> Result<u64, RequestError> {
     if id == 0 {
-        return Err(ApiError::argument("id: a member id is ≥ 1"));
+        return Err(RequestError::argument("id: a member id is ≥ 1"));
     }
     Ok(id)
 }
 
 /// A validated new member: id, both addresses as `IP:port`, region and zone (defaults
 /// `local` / `local-a`, like a node's configuration).
-fn new_member(member: pb::Member) -> Result<MemberInfo, ApiError> {
+fn new_member(member: pb::Member) -> Result<MemberInfo, RequestError> {
     let id = member_id(member.id)?;
     for (what, addr) in [
         ("raft_addr", &member.raft_addr),
         ("api_addr", &member.api_addr),
     ] {
         if addr.parse::<SocketAddr>().is_err() {
-            return Err(ApiError::argument(format!(
+            return Err(RequestError::argument(format!(
                 "{what} {addr:?}: expected an IP address and port such as 127.0.0.1:7410"
             )));
         }

@@ -3,23 +3,22 @@
 //! The services only translate and decide visibility; the semantics live in `idem-core` and
 //! reach them through a [`Backend`]. Every handler runs inside a span named after its method
 //! that carries `key_hash` (a short hash, never the key) and `operation_id` once known, and
-//! goes through [`observe`], which records latency and errors and turns the [`ApiError`] into
+//! goes through [`observe`], which records latency and errors and turns the [`RequestError`] into
 //! its gRPC status.
+//!
+//! Nothing else in the crate imports this module but the node's wiring: the services sit on
+//! top of [`crate::backend`] and never the other way round.
 
 mod admin;
-mod backend;
 mod batch;
 pub mod convert;
-mod error;
-pub mod forwarded;
 mod idempotency;
 mod limit;
 mod members;
-mod membership;
-mod placement;
 mod regions;
 #[cfg(test)]
 mod service_tests;
+mod status;
 #[cfg(test)]
 pub(crate) mod testing;
 
@@ -32,15 +31,12 @@ use tonic::{Response, Status};
 use tracing::Instrument;
 
 pub use admin::AdminService;
-pub use backend::{Backend, MemberInfo, RaftStatus};
 pub use batch::MAX_BATCH_CALLS;
-pub use error::ApiError;
 pub use idempotency::{claim_response, IdempotencyService};
 pub use limit::request_too_large_layer;
-pub use membership::{MemberView, MembershipChange, MembershipView};
-pub use placement::{GroupView, PlacementAnswer, PlacementCall};
 
 use crate::api::convert::BodyLimits;
+use crate::backend::{forwarded, Backend, RequestError};
 use crate::metrics::Metrics;
 use crate::policy::Policies;
 use crate::stats::StatsCache;
@@ -71,7 +67,7 @@ pub(crate) async fn observe<T>(
     metrics: &Metrics,
     service: &'static str,
     method: &'static str,
-    handler: impl Future<Output = Result<T, ApiError>>,
+    handler: impl Future<Output = Result<T, RequestError>>,
 ) -> Result<Response<T>, Status> {
     let span = tracing::info_span!(
         "rpc",
@@ -112,8 +108,8 @@ pub(crate) async fn observe<T>(
                 .with_label_values(&[method, reason])
                 .inc();
             match &error {
-                ApiError::Internal(_) => tracing::error!(reason, %error, "request failed"),
-                ApiError::OutcomeUnknown(_) => {
+                RequestError::Internal(_) => tracing::error!(reason, %error, "request failed"),
+                RequestError::OutcomeUnknown(_) => {
                     tracing::warn!(reason, %error, "request outcome unknown")
                 }
                 _ => tracing::debug!(reason, %error, "request refused"),

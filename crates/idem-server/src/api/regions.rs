@@ -1,15 +1,16 @@
 //! `Admin` region calls: cluster configuration, tenant homes, groups, failover.
 //!
 //! Translation only: the multi-group orchestration lives in the node's router
-//! ([`crate::groups::Router`]) behind [`crate::api::Backend::placement`].
+//! ([`crate::groups::Router`]) behind [`crate::backend::Backend::placement`].
 
 use idem_core::placement::{ClusterChange, ClusterConfig, Mode};
 use idem_proto::v1 as pb;
 
-use crate::api::{ApiContext, ApiError, GroupView, PlacementAnswer, PlacementCall};
+use crate::api::ApiContext;
+use crate::backend::{GroupView, PlacementAnswer, PlacementCall, RequestError};
 
 /// `GetClusterConfig`.
-pub(crate) async fn config(ctx: &ApiContext) -> Result<pb::ClusterConfig, ApiError> {
+pub(crate) async fn config(ctx: &ApiContext) -> Result<pb::ClusterConfig, RequestError> {
     answer_config(ctx.backend.placement(PlacementCall::Config).await?)
 }
 
@@ -17,12 +18,12 @@ pub(crate) async fn config(ctx: &ApiContext) -> Result<pb::ClusterConfig, ApiErr
 pub(crate) async fn set_mode(
     ctx: &ApiContext,
     req: pb::SetModeRequest,
-) -> Result<pb::ClusterConfig, ApiError> {
+) -> Result<pb::ClusterConfig, RequestError> {
     let mode = match pb::Mode::try_from(req.mode) {
         Ok(pb::Mode::Global) => Mode::Global,
         Ok(pb::Mode::RegionAffinity) => Mode::RegionAffinity,
         _ => {
-            return Err(ApiError::argument(
+            return Err(RequestError::argument(
                 "mode: MODE_GLOBAL or MODE_REGION_AFFINITY",
             ))
         }
@@ -35,7 +36,7 @@ pub(crate) async fn set_mode(
 pub(crate) async fn add_region(
     ctx: &ApiContext,
     req: pb::AddRegionRequest,
-) -> Result<pb::ClusterConfig, ApiError> {
+) -> Result<pb::ClusterConfig, RequestError> {
     idem_core::placement::validate_region(&req.name)?;
     tracing::info!(region = %req.name, "adding a region");
     change(ctx, ClusterChange::AddRegion { name: req.name }).await
@@ -45,7 +46,7 @@ pub(crate) async fn add_region(
 pub(crate) async fn bind(
     ctx: &ApiContext,
     req: pb::BindTenantRequest,
-) -> Result<pb::ClusterConfig, ApiError> {
+) -> Result<pb::ClusterConfig, RequestError> {
     let bind = ClusterChange::Bind {
         tenant: req.tenant,
         region: req.region,
@@ -58,7 +59,7 @@ pub(crate) async fn bind(
 pub(crate) async fn unbind(
     ctx: &ApiContext,
     req: pb::UnbindTenantRequest,
-) -> Result<pb::ClusterConfig, ApiError> {
+) -> Result<pb::ClusterConfig, RequestError> {
     let unbind = ClusterChange::Unbind { tenant: req.tenant };
     unbind.validate()?;
     change(ctx, unbind).await
@@ -79,7 +80,7 @@ pub(crate) fn list(ctx: &ApiContext) -> pb::ListGroupsResponse {
 pub(crate) async fn confirm(
     ctx: &ApiContext,
     req: pb::ConfirmFailoverRequest,
-) -> Result<pb::GroupStatus, ApiError> {
+) -> Result<pb::GroupStatus, RequestError> {
     idem_core::placement::validate_region(&req.new_home)?;
     let admin = if req.admin.is_empty() {
         "unknown".to_owned()
@@ -99,19 +100,22 @@ pub(crate) async fn confirm(
     }
 }
 
-async fn change(ctx: &ApiContext, change: ClusterChange) -> Result<pb::ClusterConfig, ApiError> {
+async fn change(
+    ctx: &ApiContext,
+    change: ClusterChange,
+) -> Result<pb::ClusterConfig, RequestError> {
     answer_config(ctx.backend.placement(PlacementCall::Change(change)).await?)
 }
 
-fn answer_config(answer: PlacementAnswer) -> Result<pb::ClusterConfig, ApiError> {
+fn answer_config(answer: PlacementAnswer) -> Result<pb::ClusterConfig, RequestError> {
     match answer {
         PlacementAnswer::Config(config) => Ok(config_pb(&config)),
         PlacementAnswer::Group(_) => Err(unexpected()),
     }
 }
 
-fn unexpected() -> ApiError {
-    ApiError::Internal("unexpected placement answer".into())
+fn unexpected() -> RequestError {
+    RequestError::Internal("unexpected placement answer".into())
 }
 
 fn config_pb(config: &ClusterConfig) -> pb::ClusterConfig {

@@ -11,8 +11,9 @@ use idem_proto::v1::idempotency_server::Idempotency;
 use idem_proto::{reason, status};
 use tonic::{Code, Request, Status};
 
-use super::testing::{claim_req, complete_req, context, fingerprint, scope, MemoryBackend};
+use super::testing::{claim_req, complete_req, context, fingerprint, scope};
 use super::{AdminService, IdempotencyService};
+use crate::backend::memory::MemoryBackend;
 use crate::policy::{EndpointPolicy, Policies};
 
 struct Harness {

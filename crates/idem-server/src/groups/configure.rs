@@ -23,15 +23,18 @@ use idem_proto::reason;
 use openraft::async_runtime::WatchReceiver;
 use tokio::time::Instant;
 
-use super::group::Group;
 use super::router::Router;
-use crate::api::{
-    ApiError, GroupView, MembershipChange, MembershipView, PlacementAnswer, PlacementCall,
+use super::view;
+use crate::backend::{
+    MembershipChange, MembershipView, PlacementAnswer, PlacementCall, RequestError,
 };
-use crate::raft::RaftBackend;
+use crate::replica::Replica;
 
 /// Runs a placement call.
-pub(super) async fn run(router: &Router, call: PlacementCall) -> Result<PlacementAnswer, ApiError> {
+pub(super) async fn run(
+    router: &Router,
+    call: PlacementCall,
+) -> Result<PlacementAnswer, RequestError> {
     match call {
         PlacementCall::Config => {
             router.global().read_barrier().await?;
@@ -60,7 +63,7 @@ pub(super) async fn run(router: &Router, call: PlacementCall) -> Result<Placemen
                 .group_set()
                 .get(group)
                 .ok_or_else(|| no_group(group))?;
-            Ok(PlacementAnswer::Group(view(&group)))
+            Ok(PlacementAnswer::Group(view::of(&group)))
         }
     }
 }
@@ -69,7 +72,7 @@ pub(super) async fn run(router: &Router, call: PlacementCall) -> Result<Placemen
 pub(super) async fn membership(
     router: &Router,
     change: MembershipChange,
-) -> Result<MembershipView, ApiError> {
+) -> Result<MembershipView, RequestError> {
     let global = router.global();
     let view = global.membership_call(change.clone()).await?;
     if matches!(
@@ -86,43 +89,11 @@ pub(super) async fn membership(
     Ok(view)
 }
 
-/// This node's view of a group.
-pub(super) fn view(group: &Group) -> GroupView {
-    let metrics = group.raft().metrics().borrow_watched().clone();
-    let membership = metrics.membership_config.membership();
-    let leader_region = metrics
-        .current_leader
-        .and_then(|id| membership.get_node(&id))
-        .map(|n| n.region.clone())
-        .unwrap_or_default();
-    let state = group.placement().group.clone();
-    let home = state.as_ref().map(|s| s.home.clone()).unwrap_or_default();
-    GroupView {
-        group: group.id(),
-        region: state.as_ref().map(|s| s.region.clone()).unwrap_or_default(),
-        leader_id: metrics.current_leader,
-        leader_home: state.is_none() || (!leader_region.is_empty() && leader_region == home),
-        leader_region,
-        home,
-        term: metrics.current_term,
-        commit_index: metrics
-            .cluster_committed
-            .as_ref()
-            .map_or(0, |id| id.index()),
-        applied_index: metrics.last_applied.as_ref().map_or(0, |id| id.index()),
-        epoch: state.as_ref().map_or(0, |s| s.epoch),
-        failover: state.as_ref().and_then(|s| s.failover.clone()),
-        tenants: state
-            .map(|s| s.admitted.into_iter().collect())
-            .unwrap_or_default(),
-    }
-}
-
 async fn bind(
     router: &Router,
     tenant: String,
     region: String,
-) -> Result<PlacementAnswer, ApiError> {
+) -> Result<PlacementAnswer, RequestError> {
     let global = router.global();
     global.read_barrier().await?;
     let config = router.config();
@@ -151,7 +122,7 @@ async fn bind(
     Ok(PlacementAnswer::Config(placement.cluster))
 }
 
-async fn unbind(router: &Router, tenant: String) -> Result<PlacementAnswer, ApiError> {
+async fn unbind(router: &Router, tenant: String) -> Result<PlacementAnswer, RequestError> {
     let global = router.global();
     global.read_barrier().await?;
     let config = router.config();
@@ -168,7 +139,7 @@ async fn unbind(router: &Router, tenant: String) -> Result<PlacementAnswer, ApiE
     Ok(PlacementAnswer::Config(placement.cluster))
 }
 
-async fn release(router: &Router, group: GroupId, tenant: &str) -> Result<(), ApiError> {
+async fn release(router: &Router, group: GroupId, tenant: &str) -> Result<(), RequestError> {
     let release = GroupChange::Release {
         tenant: tenant.to_owned(),
     };
@@ -179,7 +150,7 @@ async fn release(router: &Router, group: GroupId, tenant: &str) -> Result<(), Ap
 
 /// Admits the tenant in its new group, waiting (bounded) for this node to run the group
 /// and for the group to be marked as its region's (`Init`).
-async fn admit(router: &Router, group: GroupId, tenant: &str) -> Result<(), ApiError> {
+async fn admit(router: &Router, group: GroupId, tenant: &str) -> Result<(), RequestError> {
     let deadline = Instant::now() + router.write_timeout();
     loop {
         let admit = Command::Group(GroupChange::Admit {
@@ -191,7 +162,7 @@ async fn admit(router: &Router, group: GroupId, tenant: &str) -> Result<(), ApiE
         };
         let not_ready = matches!(
             &result,
-            Err(ApiError::Rejected(
+            Err(RequestError::Rejected(
                 Rejection::WrongGroup | Rejection::PlacementConflict { .. }
             ))
         );
@@ -208,7 +179,7 @@ async fn confirm(
     new_home: String,
     reason: String,
     admin: String,
-) -> Result<PlacementAnswer, ApiError> {
+) -> Result<PlacementAnswer, RequestError> {
     let backend = region_group(router, group)?;
     let metrics = backend.raft().metrics().borrow_watched().clone();
     let membership = metrics.membership_config.membership();
@@ -236,11 +207,11 @@ async fn confirm(
         .group_set()
         .get(group)
         .ok_or_else(|| no_group(group))?;
-    Ok(PlacementAnswer::Group(view(&group)))
+    Ok(PlacementAnswer::Group(view::of(&group)))
 }
 
 /// Whether a voter of the backend's group runs in `region`.
-fn has_voter_in(backend: &RaftBackend, region: &str) -> bool {
+fn has_voter_in(backend: &Replica, region: &str) -> bool {
     let metrics = backend.raft().metrics().borrow_watched().clone();
     let membership = metrics.membership_config.membership();
     let found = membership
@@ -250,9 +221,9 @@ fn has_voter_in(backend: &RaftBackend, region: &str) -> bool {
 }
 
 /// The backend of a region group, `NOT_FOUND` for the global group or an unknown one.
-fn region_group(router: &Router, group: GroupId) -> Result<std::sync::Arc<RaftBackend>, ApiError> {
+fn region_group(router: &Router, group: GroupId) -> Result<std::sync::Arc<Replica>, RequestError> {
     if group == GLOBAL_GROUP {
-        return Err(ApiError::refused(
+        return Err(RequestError::refused(
             reason::NOT_FOUND,
             "group 0 is the global group, it has no home region",
         ));
@@ -264,16 +235,16 @@ fn region_group(router: &Router, group: GroupId) -> Result<std::sync::Arc<RaftBa
         .ok_or_else(|| no_group(group))
 }
 
-fn no_group(group: GroupId) -> ApiError {
-    ApiError::refused(reason::NOT_FOUND, format!("no group {group} on this node"))
+fn no_group(group: GroupId) -> RequestError {
+    RequestError::refused(reason::NOT_FOUND, format!("no group {group} on this node"))
 }
 
 /// Proposes a placement command and returns the placement after it.
-async fn propose(backend: &RaftBackend, command: Command) -> Result<Placement, ApiError> {
+async fn propose(backend: &Replica, command: Command) -> Result<Placement, RequestError> {
     match backend.propose(command).await? {
         Outcome::Placement(placement) => Ok(placement),
         Outcome::Rejected(rejection) => Err(rejection.into()),
-        other => Err(ApiError::Internal(format!(
+        other => Err(RequestError::Internal(format!(
             "placement: unexpected outcome {other:?}"
         ))),
     }

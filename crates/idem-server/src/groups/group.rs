@@ -7,8 +7,8 @@ use idem_core::placement::{GroupId, GLOBAL_GROUP};
 use idem_core::Placement;
 
 use crate::failpoint::Failpoints;
-use crate::node::NodeError;
-use crate::raft::{GroupPlace, Raft, RaftBackend, Shared};
+use crate::node::error::NodeError;
+use crate::replica::{GroupPlace, Raft, Replica, Shared};
 
 /// What every group of a node is built from.
 #[derive(Clone)]
@@ -44,7 +44,7 @@ impl GroupKit {
 /// A Raft group this node is a replica of.
 pub struct Group {
     id: GroupId,
-    backend: Arc<RaftBackend>,
+    backend: Arc<Replica>,
 }
 
 impl Group {
@@ -69,7 +69,7 @@ impl Group {
             node_id: kit.node_id,
             region: kit.region.clone(),
         };
-        let backend = RaftBackend::new(raft, reader, place, kit.shared.clone())
+        let backend = Replica::new(raft, reader, place, kit.shared.clone())
             .with_failpoints(kit.failpoints.clone());
         Ok(Group {
             id,
@@ -83,7 +83,7 @@ impl Group {
     }
 
     /// The backend proposing to and reading from this group.
-    pub fn backend(&self) -> &Arc<RaftBackend> {
+    pub fn backend(&self) -> &Arc<Replica> {
         &self.backend
     }
 

@@ -7,13 +7,17 @@
 //! tenant; the [`Steward`] keeps region groups' leaders in their home region and records
 //! failovers.
 
+mod backend;
 mod configure;
+mod forward;
 mod group;
 pub mod provisioner;
 mod router;
 mod set;
 mod steward;
+mod view;
 
+pub use forward::ForwardService;
 pub use group::{Group, GroupKit};
 pub use router::Router;
 pub use set::GroupSet;

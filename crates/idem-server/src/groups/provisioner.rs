@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::group::{Group, GroupKit};
 use super::set::GroupSet;
-use crate::node::NodeError;
+use crate::node::error::NodeError;
 
 /// How often the configuration is looked at besides on every change.
 const POLL: Duration = Duration::from_millis(500);

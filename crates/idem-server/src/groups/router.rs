@@ -1,7 +1,7 @@
-//! The node's [`Backend`]: sends each request to the group that decides its tenant.
+//! The node's request router: sends each request to the group that decides its tenant.
 //!
 //! With one group (global mode, no regions) every call goes to the global group's
-//! [`RaftBackend`], exactly as before regions existed. With region groups:
+//! [`Replica`], exactly as before regions existed. With region groups:
 //!
 //! - **Writes** go to the group the locally applied configuration names for the
 //!   command's tenant. The configuration may be stale on this node; the group then
@@ -17,20 +17,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::{join_all, BoxFuture};
 use idem_core::placement::{ClusterConfig, GroupId, GLOBAL_GROUP};
-use idem_core::{Command, OperationId, Outcome, Record, RecordKey, Rejection, Timestamp};
-use tokio::sync::watch;
+use idem_core::{Command, OperationId, Outcome, Rejection};
 use tokio::time::Instant;
 
-use super::configure;
 use super::group::Group;
 use super::set::GroupSet;
-use crate::api::{
-    ApiError, Backend, GroupView, MembershipChange, MembershipView, PlacementAnswer, PlacementCall,
-    RaftStatus,
-};
-use crate::raft::RaftBackend;
+use crate::backend::RequestError;
+use crate::replica::Replica;
 
 /// Pause before routing again after a stale configuration.
 const REROUTE_PAUSE: Duration = Duration::from_millis(20);
@@ -63,7 +57,7 @@ impl Router {
     }
 
     /// The global group's backend.
-    pub fn global(&self) -> Arc<RaftBackend> {
+    pub fn global(&self) -> Arc<Replica> {
         Arc::clone(self.groups.global().backend())
     }
 
@@ -78,11 +72,11 @@ impl Router {
     }
 
     /// The backend of `group`, or `WRONG_GROUP` while this node has not started it yet.
-    pub fn backend_of(&self, group: GroupId) -> Result<Arc<RaftBackend>, ApiError> {
+    pub fn backend_of(&self, group: GroupId) -> Result<Arc<Replica>, RequestError> {
         self.groups
             .get(group)
             .map(|g| Arc::clone(g.backend()))
-            .ok_or(ApiError::Rejected(Rejection::WrongGroup))
+            .ok_or(RequestError::Rejected(Rejection::WrongGroup))
     }
 
     /// The group a command goes to, by the configuration applied here.
@@ -107,7 +101,7 @@ impl Router {
     }
 
     /// Proposes to the tenant's group; routes again after `WRONG_GROUP`.
-    async fn propose_routed(&self, command: Command) -> Result<Outcome, ApiError> {
+    pub(super) async fn propose_routed(&self, command: Command) -> Result<Outcome, RequestError> {
         let deadline = Instant::now() + self.write_timeout;
         loop {
             let result = match self.backend_of(self.group_of(&command)) {
@@ -122,13 +116,13 @@ impl Router {
     }
 
     /// Brings this node's configuration up to date (read barrier on the global group).
-    async fn refresh(&self) -> Result<(), ApiError> {
+    async fn refresh(&self) -> Result<(), RequestError> {
         tokio::time::sleep(REROUTE_PAUSE).await;
         self.global().read_barrier().await
     }
 
     /// Barriers the tenant's group and checks it admits the tenant; returns that group.
-    async fn barrier_tenant(&self, tenant: &str) -> Result<Arc<Group>, ApiError> {
+    pub(super) async fn barrier_tenant(&self, tenant: &str) -> Result<Arc<Group>, RequestError> {
         let deadline = Instant::now() + self.read_timeout;
         loop {
             let id = self.group_for(tenant);
@@ -139,7 +133,7 @@ impl Router {
                 }
             }
             if Instant::now() + REROUTE_PAUSE >= deadline {
-                return Err(ApiError::Rejected(Rejection::WrongGroup));
+                return Err(RequestError::Rejected(Rejection::WrongGroup));
             }
             self.refresh().await?;
         }
@@ -147,113 +141,24 @@ impl Router {
 
     /// The group the applied configuration names for `tenant` (the global group if this
     /// node has not started it yet).
-    fn tenant_group(&self, tenant: &str) -> Arc<Group> {
+    pub(super) fn tenant_group(&self, tenant: &str) -> Arc<Group> {
         self.groups
             .get(self.group_for(tenant))
             .unwrap_or_else(|| self.groups.global())
     }
 }
 
-fn is_wrong_group(result: &Result<Outcome, ApiError>) -> bool {
+fn is_wrong_group(result: &Result<Outcome, RequestError>) -> bool {
     matches!(
         result,
         Ok(Outcome::Rejected(Rejection::WrongGroup))
-            | Err(ApiError::Rejected(Rejection::WrongGroup))
+            | Err(RequestError::Rejected(Rejection::WrongGroup))
     )
 }
 
-impl Backend for Router {
-    fn propose(&self, command: Command) -> BoxFuture<'_, Result<Outcome, ApiError>> {
-        Box::pin(self.propose_routed(command))
-    }
-
-    fn read_barrier(&self) -> BoxFuture<'_, Result<(), ApiError>> {
-        Box::pin(async {
-            let groups = self.groups.all();
-            let barriers = groups.iter().map(|g| g.backend().read_barrier());
-            join_all(barriers).await.into_iter().collect()
-        })
-    }
-
-    fn read_barrier_for<'a>(&'a self, tenant: &'a str) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(async move { self.barrier_tenant(tenant).await.map(drop) })
-    }
-
-    fn record(&self, key: &RecordKey) -> Result<Option<Record>, ApiError> {
-        self.tenant_group(key.scope.tenant()).backend().record(key)
-    }
-
-    fn operation(&self, id: &OperationId) -> Result<Option<Record>, ApiError> {
-        for group in self.groups.all() {
-            if let Some(record) = group.backend().operation(id)? {
-                return Ok(Some(record));
-            }
-        }
-        Ok(None)
-    }
-
-    fn scan(
-        &self,
-        prefix: &[u8],
-        after: Option<&[u8]>,
-        limit: usize,
-    ) -> Result<Vec<Record>, ApiError> {
-        let mut merged = Vec::new();
-        for group in self.groups.all() {
-            merged.extend(group.backend().scan(prefix, after, limit)?);
-        }
-        merged.sort_by_cached_key(|r| r.key.encode());
-        merged.truncate(limit);
-        Ok(merged)
-    }
-
-    fn due(&self, now: Timestamp, limit: usize) -> Result<usize, ApiError> {
-        self.global().due(now, limit)
-    }
-
-    fn now(&self) -> Timestamp {
-        self.global().now()
-    }
-
-    fn applied(&self) -> watch::Receiver<u64> {
-        self.global().applied()
-    }
-
-    fn applied_for(&self, tenant: &str) -> watch::Receiver<u64> {
-        self.tenant_group(tenant).backend().applied()
-    }
-
-    fn leads_for(&self, tenant: &str) -> bool {
-        self.tenant_group(tenant)
-            .backend()
-            .raft_status()
-            .is_leader()
-    }
-
-    fn raft_status(&self) -> RaftStatus {
-        self.global().raft_status()
-    }
-
-    fn groups(&self) -> Vec<GroupView> {
-        self.groups
-            .all()
-            .iter()
-            .map(|g| configure::view(g))
-            .collect()
-    }
-
-    fn cluster_config(&self) -> ClusterConfig {
-        self.config()
-    }
-
-    fn placement(&self, call: PlacementCall) -> BoxFuture<'_, Result<PlacementAnswer, ApiError>> {
-        Box::pin(configure::run(self, call))
-    }
-
-    fn membership(
-        &self,
-        change: MembershipChange,
-    ) -> BoxFuture<'_, Result<MembershipView, ApiError>> {
-        Box::pin(configure::membership(self, change))
+impl Router {
+    /// Every group this node runs, the global group first.
+    pub(super) fn all_groups(&self) -> Vec<Arc<Group>> {
+        self.groups.all()
     }
 }

@@ -3,19 +3,19 @@
 //! Runs on every node and acts for the groups this node leads:
 //!
 //! - **Leader outside home** (the home region was lost or cut off and an election moved
-//!   leadership away): log `EnterFailover` at once — from then on apply refuses HIGH-risk
-//!   claims and takeovers — and, as soon as a voter of the home region has been healthy
+//!   leadership away): have `EnterFailover` logged at once (the rules are in
+//!   `replica/failover.rs`) — from then on apply refuses HIGH-risk claims and takeovers —
+//!   and, as soon as a voter of the home region has been healthy
 //!   (acknowledging heartbeats) and caught up for [`STABLE_FOR`], hand leadership back to
 //!   it. Waiting for a stable home avoids bouncing leadership into a flapping region.
-//! - **Leader at home with a failover logged**: log `EndFailover` (new epoch).
+//! - **Leader at home with a failover logged**: have `EndFailover` logged (new epoch).
 //!
 //! On every node it also publishes each group's failover state as metrics.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use idem_core::placement::{GroupChange, GroupId, RegionGroup, GLOBAL_GROUP};
-use idem_core::{Command, Outcome};
+use idem_core::placement::{GroupId, RegionGroup, GLOBAL_GROUP};
 use idem_store::TypeConfig;
 use openraft::async_runtime::WatchReceiver;
 use openraft::Instant as _;
@@ -87,45 +87,16 @@ impl Steward {
         if metrics.current_leader != Some(self.node_id) {
             return;
         }
-        if state.home == self.region {
-            if state.failover.is_some() {
-                let end = GroupChange::EndFailover {
-                    leader_id: self.node_id,
-                };
-                if self.log(group, end).await {
-                    tracing::info!(group = group.id(), home = %state.home, "leadership is home again: failover ended");
-                }
-            }
-            return;
+        if let Err(error) = group.backend().settle_failover().await {
+            tracing::warn!(group = group.id(), %error, "failover change failed; retrying");
         }
-        if state.failover.is_none() {
-            let enter = GroupChange::EnterFailover {
-                leader_id: self.node_id,
-                leader_region: self.region.clone(),
-            };
-            if self.log(group, enter).await {
-                tracing::warn!(group = group.id(), home = %state.home, region = %self.region, "leading outside the home region: failover recorded; HIGH-risk claims are refused");
-            }
+        if state.home == self.region {
+            return;
         }
         if let Some(to) = self.home_candidate(group.id(), &state.home, &metrics) {
             tracing::info!(group = group.id(), to, home = %state.home, "handing leadership back to the home region");
             if let Err(error) = group.raft().trigger().transfer_leader(to).await {
                 tracing::warn!(group = group.id(), %error, "leader transfer failed");
-            }
-        }
-    }
-
-    /// Proposes a group change here (this node leads); true when applied.
-    async fn log(&self, group: &Group, change: GroupChange) -> bool {
-        match group.backend().propose_here(Command::Group(change)).await {
-            Ok(Outcome::Placement(_)) => true,
-            Ok(other) => {
-                tracing::error!(group = group.id(), ?other, "failover change refused");
-                false
-            }
-            Err(error) => {
-                tracing::warn!(group = group.id(), %error, "failover change failed; retrying");
-                false
             }
         }
     }

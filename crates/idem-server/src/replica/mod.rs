@@ -1,11 +1,12 @@
 //! The Raft side of a node: proposing commands, read-index barriers, membership, the
 //! group's status — on the leader, or forwarded to it from a follower.
 //!
-//! [`RaftBackend`] is the [`Backend`] the API runs on. Its rules:
+//! [`Replica`] is the [`Backend`] the API runs on. Its rules:
 //!
 //! - **Any node accepts any request.** A follower forwards writes, read barriers and
 //!   membership calls to the leader over the node-internal `Forward` service on the Raft
-//!   port ([`forward`], [`forward_service`]). While no leader is known, or the leader is
+//!   port ([`forward`], and the leader's side in
+//!   [`crate::groups::ForwardService`]). While no leader is known, or the leader is
 //!   unreachable before anything was sent, it routes again within the timeout; only when
 //!   the timeout runs out that way does it answer `NOT_LEADER` with its best hint.
 //! - **The leader stamps time.** A command is stamped with the wall clock of the leader
@@ -22,15 +23,14 @@
 //!   (the leader confirms its leadership with a quorum), then waits until its own state
 //!   machine applied that index before reading locally.
 
+mod failover;
 pub mod forward;
-pub mod forward_service;
 pub mod membership;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use idem_core::placement::GroupChange;
 use idem_core::{Command, OperationId, Outcome, Record, RecordKey, Timestamp};
 use idem_proto::raft_v1::forward_reply::Result as Reply;
 use idem_store::{NodeInfo, Request, StateReader, TypeConfig};
@@ -42,8 +42,8 @@ use openraft::{RaftMetrics, ReadPolicy};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::api::{
-    forwarded, ApiError, Backend, MemberInfo, MembershipChange, MembershipView, RaftStatus,
+use crate::backend::{
+    forwarded, Backend, MemberInfo, MembershipChange, MembershipView, RaftStatus, RequestError,
 };
 use crate::failpoint::{Failpoints, Phase};
 use crate::metrics::Metrics;
@@ -92,13 +92,13 @@ enum Route {
 /// One attempt of a routed request.
 enum Attempt<T> {
     /// The answer.
-    Done(Result<T, ApiError>),
+    Done(Result<T, RequestError>),
     /// Nothing happened; route again (the reason, for the final error).
     Retry(String),
 }
 
 /// The [`Backend`] of a node: Raft for writes and barriers, the store's reader for reads.
-pub struct RaftBackend {
+pub struct Replica {
     raft: Raft,
     reader: StateReader,
     group: u64,
@@ -111,7 +111,7 @@ pub struct RaftBackend {
     forwarder: Arc<Forwarder>,
 }
 
-impl RaftBackend {
+impl Replica {
     /// A backend over a running Raft group and its store's reader.
     pub fn new(raft: Raft, reader: StateReader, place: GroupPlace, shared: Shared) -> Self {
         let Shared {
@@ -120,7 +120,7 @@ impl RaftBackend {
             metrics,
             forwarder,
         } = shared;
-        RaftBackend {
+        Replica {
             raft,
             reader,
             group: place.group,
@@ -151,7 +151,7 @@ impl RaftBackend {
     }
 
     /// Proposes `command` on the leader (here, or forwarded) and returns apply's outcome.
-    pub async fn propose(&self, command: Command) -> Result<Outcome, ApiError> {
+    pub async fn propose(&self, command: Command) -> Result<Outcome, RequestError> {
         command.validate()?;
         let deadline = Instant::now() + self.write_timeout;
         self.routed(
@@ -162,7 +162,7 @@ impl RaftBackend {
             || Box::pin(self.propose_local(command.clone(), deadline)),
             |reply| match reply {
                 Reply::Ok(bytes) => decode(&bytes),
-                _ => Err(ApiError::Internal(
+                _ => Err(RequestError::Internal(
                     "propose: unexpected reply from the leader".into(),
                 )),
             },
@@ -172,7 +172,7 @@ impl RaftBackend {
 
     /// Proposes `command` if this node leads (`NOT_LEADER` otherwise): what a forwarded
     /// proposal runs on the leader.
-    pub async fn propose_here(&self, command: Command) -> Result<Outcome, ApiError> {
+    pub async fn propose_here(&self, command: Command) -> Result<Outcome, RequestError> {
         command.validate()?;
         self.propose_local(command, Instant::now() + self.write_timeout)
             .await
@@ -180,7 +180,7 @@ impl RaftBackend {
 
     /// Confirms a read index with the leader (here, or forwarded) and waits until this node
     /// applied it, within the read timeout.
-    pub async fn read_barrier(&self) -> Result<(), ApiError> {
+    pub async fn read_barrier(&self) -> Result<(), RequestError> {
         let deadline = Instant::now() + self.read_timeout;
         let index = self
             .routed(
@@ -191,7 +191,7 @@ impl RaftBackend {
                 || Box::pin(self.read_index_local(deadline)),
                 |reply| match reply {
                     Reply::Index(index) => Ok(index),
-                    _ => Err(ApiError::Internal(
+                    _ => Err(RequestError::Internal(
                         "read index: unexpected reply from the leader".into(),
                     )),
                 },
@@ -202,7 +202,7 @@ impl RaftBackend {
 
     /// The read index if this node leads (`NOT_LEADER` otherwise): what a forwarded read
     /// barrier runs on the leader.
-    pub async fn read_index_here(&self) -> Result<u64, ApiError> {
+    pub async fn read_index_here(&self) -> Result<u64, RequestError> {
         self.read_index_local(Instant::now() + self.read_timeout)
             .await
     }
@@ -211,7 +211,7 @@ impl RaftBackend {
     pub async fn membership_call(
         &self,
         change: MembershipChange,
-    ) -> Result<MembershipView, ApiError> {
+    ) -> Result<MembershipView, RequestError> {
         let deadline = Instant::now() + self.write_timeout;
         let read = change.is_read();
         self.routed(
@@ -229,7 +229,7 @@ impl RaftBackend {
             },
             |reply| match reply {
                 Reply::Ok(bytes) => decode(&bytes),
-                _ => Err(ApiError::Internal(
+                _ => Err(RequestError::Internal(
                     "membership: unexpected reply from the leader".into(),
                 )),
             },
@@ -241,7 +241,7 @@ impl RaftBackend {
     pub async fn membership_here(
         &self,
         change: MembershipChange,
-    ) -> Result<MembershipView, ApiError> {
+    ) -> Result<MembershipView, RequestError> {
         let deadline = Instant::now() + self.write_timeout;
         membership::run(&self.raft, self.node_id, change, deadline).await
     }
@@ -256,14 +256,16 @@ impl RaftBackend {
         kind: ForwardKind,
         idempotent: bool,
         deadline: Instant,
-        payload: impl Fn() -> Result<Vec<u8>, ApiError>,
-        local: impl Fn() -> BoxFuture<'a, Result<T, ApiError>>,
-        decode: impl Fn(Reply) -> Result<T, ApiError>,
-    ) -> Result<T, ApiError> {
+        payload: impl Fn() -> Result<Vec<u8>, RequestError>,
+        local: impl Fn() -> BoxFuture<'a, Result<T, RequestError>>,
+        decode: impl Fn(Reply) -> Result<T, RequestError>,
+    ) -> Result<T, RequestError> {
         loop {
             let attempt = match self.route()? {
                 Route::Local => match local().await {
-                    Err(ApiError::NotLeader { .. }) => Attempt::Retry("leadership moved".into()),
+                    Err(RequestError::NotLeader { .. }) => {
+                        Attempt::Retry("leadership moved".into())
+                    }
                     done => Attempt::Done(done),
                 },
                 Route::Remote(id, node) => {
@@ -293,7 +295,7 @@ impl RaftBackend {
         payload: Vec<u8>,
         deadline: Instant,
         idempotent: bool,
-        decode: &impl Fn(Reply) -> Result<T, ApiError>,
+        decode: &impl Fn(Reply) -> Result<T, RequestError>,
     ) -> Attempt<T> {
         let budget = deadline.saturating_duration_since(Instant::now());
         let call = self.forwarder.call(
@@ -328,7 +330,7 @@ impl RaftBackend {
     }
 
     /// The error when the deadline passed without reaching a leader: nothing was done.
-    fn gave_up(&self, kind: ForwardKind, last: &str) -> ApiError {
+    fn gave_up(&self, kind: ForwardKind, last: &str) -> RequestError {
         let metrics = self.raft.metrics();
         let metrics = metrics.borrow_watched();
         let leader_id = metrics.current_leader.filter(|id| *id != self.node_id);
@@ -339,7 +341,7 @@ impl RaftBackend {
         };
         self.metrics.raft_timeouts.with_label_values(&[op]).inc();
         tracing::warn!(kind = kind.label(), %last, "no leader reachable within the timeout");
-        ApiError::NotLeader {
+        RequestError::NotLeader {
             leader_id,
             leader_addr: leader_id.and_then(|id| {
                 let membership = metrics.membership_config.membership();
@@ -348,11 +350,11 @@ impl RaftBackend {
         }
     }
 
-    fn route(&self) -> Result<Route, ApiError> {
+    fn route(&self) -> Result<Route, RequestError> {
         let metrics = self.raft.metrics();
         let metrics = metrics.borrow_watched();
         if let Err(fatal) = &metrics.running_state {
-            return Err(ApiError::Internal(format!("raft stopped: {fatal}")));
+            return Err(RequestError::Internal(format!("raft stopped: {fatal}")));
         }
         Ok(match metrics.current_leader {
             Some(id) if id == self.node_id => Route::Local,
@@ -370,7 +372,7 @@ impl RaftBackend {
         &self,
         command: Command,
         deadline: Instant,
-    ) -> Result<Outcome, ApiError> {
+    ) -> Result<Outcome, RequestError> {
         self.ensure_leader()?;
         if command.tenant().is_some() {
             self.guard(&command, deadline).await?;
@@ -403,7 +405,7 @@ impl RaftBackend {
                     .raft_timeouts
                     .with_label_values(&["write"])
                     .inc();
-                Err(ApiError::OutcomeUnknown(format!(
+                Err(RequestError::OutcomeUnknown(format!(
                     "{name} not confirmed within {}: it may or may not have been applied; retry with the same key",
                     crate::config::format_duration(self.write_timeout)
                 )))
@@ -411,45 +413,15 @@ impl RaftBackend {
             Ok(Ok(response)) => {
                 self.failpoints.check(name, Phase::AfterCommit);
                 response.data.outcome.ok_or_else(|| {
-                    ApiError::Internal(format!("{name}: the state machine returned no outcome"))
+                    RequestError::Internal(format!("{name}: the state machine returned no outcome"))
                 })
             }
             Ok(Err(error)) => Err(write_error(name, error)),
         }
     }
 
-    /// Before a record command in a region group: refuses while the group's `Init` is not
-    /// applied (until then apply cannot tell it from the global group), and before a claim
-    /// makes sure a leader outside the home region has logged the failover, so apply (which
-    /// decides from the log) refuses HIGH-risk claims from the first one on.
-    async fn guard(&self, command: &Command, deadline: Instant) -> Result<(), ApiError> {
-        if self.group == idem_raft::GLOBAL_GROUP {
-            return Ok(());
-        }
-        let placement = self.reader.placement();
-        let Some(group) = &placement.group else {
-            return Err(ApiError::Rejected(idem_core::Rejection::WrongGroup));
-        };
-        let claim = matches!(command, Command::Claim(_));
-        if !claim || group.home == self.region || group.failover.is_some() {
-            return Ok(());
-        }
-        let enter = Command::Group(GroupChange::EnterFailover {
-            leader_id: self.node_id,
-            leader_region: self.region.clone(),
-        });
-        match Box::pin(self.propose_local(enter, deadline)).await? {
-            Outcome::Placement(_) => {
-                tracing::warn!(group = self.group, home = %group.home, region = %self.region, "leading outside the home region: failover recorded");
-                Ok(())
-            }
-            Outcome::Rejected(rejection) => Err(ApiError::Rejected(rejection)),
-            _ => Err(ApiError::Internal("failover: unexpected outcome".into())),
-        }
-    }
-
     /// Confirms leadership with a quorum and returns the index to apply before reading.
-    async fn read_index_local(&self, deadline: Instant) -> Result<u64, ApiError> {
+    async fn read_index_local(&self, deadline: Instant) -> Result<u64, RequestError> {
         loop {
             let read = self.raft.get_read_log_id(ReadPolicy::ReadIndex);
             let error = match tokio::time::timeout_at(deadline, read).await {
@@ -458,7 +430,7 @@ impl RaftBackend {
                         .raft_timeouts
                         .with_label_values(&["read"])
                         .inc();
-                    return Err(ApiError::OutcomeUnknown(format!(
+                    return Err(RequestError::OutcomeUnknown(format!(
                         "could not confirm leadership within {}; retry",
                         crate::config::format_duration(self.read_timeout)
                     )));
@@ -477,12 +449,12 @@ impl RaftBackend {
                     return Err(self.not_leader(&forward))
                 }
                 RaftError::APIError(LinearizableReadError::QuorumNotEnough(e)) => {
-                    return Err(ApiError::OutcomeUnknown(format!(
+                    return Err(RequestError::OutcomeUnknown(format!(
                         "could not confirm leadership: {e}; retry"
                     )))
                 }
                 RaftError::Fatal(fatal) => {
-                    return Err(ApiError::Internal(format!("raft stopped: {fatal}")))
+                    return Err(RequestError::Internal(format!("raft stopped: {fatal}")))
                 }
             }
             tokio::time::sleep(RETRY_PAUSE).await;
@@ -490,7 +462,7 @@ impl RaftBackend {
     }
 
     /// Waits until this node applied `index`, by `deadline`.
-    async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<(), ApiError> {
+    async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<(), RequestError> {
         let budget = deadline.saturating_duration_since(Instant::now());
         let waited = self
             .raft
@@ -502,64 +474,67 @@ impl RaftBackend {
                 .raft_timeouts
                 .with_label_values(&["read"])
                 .inc();
-            ApiError::OutcomeUnknown(format!(
+            RequestError::OutcomeUnknown(format!(
                 "this node did not apply the read index {index} in time ({e}); retry"
             ))
         })
     }
 
     /// `NOT_LEADER` unless this node currently is the leader.
-    fn ensure_leader(&self) -> Result<(), ApiError> {
+    fn ensure_leader(&self) -> Result<(), RequestError> {
         let metrics = self.raft.metrics();
         let metrics = metrics.borrow_watched();
         if metrics.current_leader == Some(self.node_id) {
             return Ok(());
         }
         if let Err(fatal) = &metrics.running_state {
-            return Err(ApiError::Internal(format!("raft stopped: {fatal}")));
+            return Err(RequestError::Internal(format!("raft stopped: {fatal}")));
         }
-        Err(ApiError::NotLeader {
+        Err(RequestError::NotLeader {
             leader_id: metrics.current_leader,
             leader_addr: None,
         })
     }
 
-    fn not_leader(&self, forward: &ForwardToLeader<TypeConfig>) -> ApiError {
-        ApiError::NotLeader {
+    fn not_leader(&self, forward: &ForwardToLeader<TypeConfig>) -> RequestError {
+        RequestError::NotLeader {
             leader_id: forward.leader_id,
             leader_addr: forward.leader_node.as_ref().map(|n| n.api_addr.clone()),
         }
     }
 }
 
-fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
-    bincode::serialize(value).map_err(|e| ApiError::Internal(format!("encoding: {e}")))
+fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, RequestError> {
+    bincode::serialize(value).map_err(|e| RequestError::Internal(format!("encoding: {e}")))
 }
 
-fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, RequestError> {
     bincode::deserialize(bytes)
-        .map_err(|e| ApiError::Internal(format!("undecodable reply from the leader: {e}")))
+        .map_err(|e| RequestError::Internal(format!("undecodable reply from the leader: {e}")))
 }
 
-fn write_error(name: &str, error: RaftError<TypeConfig, ClientWriteError<TypeConfig>>) -> ApiError {
+fn write_error(
+    name: &str,
+    error: RaftError<TypeConfig, ClientWriteError<TypeConfig>>,
+) -> RequestError {
     match error {
-        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => ApiError::NotLeader {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => RequestError::NotLeader {
             leader_id: forward.leader_id,
             leader_addr: forward.leader_node.map(|n| n.api_addr),
         },
         RaftError::APIError(ClientWriteError::LogEntryDiscarded(forward)) => {
-            ApiError::OutcomeUnknown(format!(
+            RequestError::OutcomeUnknown(format!(
                 "{name}: leadership changed while the write was in flight (new leader {:?}); it may have been applied; retry with the same key",
                 forward.leader_id
             ))
         }
-        RaftError::APIError(other) => ApiError::Internal(format!("{name}: {other}")),
-        RaftError::Fatal(fatal) => ApiError::Internal(format!("{name}: raft stopped: {fatal}")),
+        RaftError::APIError(other) => RequestError::Internal(format!("{name}: {other}")),
+        RaftError::Fatal(fatal) => RequestError::Internal(format!("{name}: raft stopped: {fatal}")),
     }
 }
 
-fn store_error(error: idem_store::StoreError) -> ApiError {
-    ApiError::Internal(format!("store: {error}"))
+fn store_error(error: idem_store::StoreError) -> RequestError {
+    RequestError::Internal(format!("store: {error}"))
 }
 
 /// This node's view of its group, from openraft's metrics.
@@ -592,20 +567,20 @@ pub fn raft_status(node_id: u64, metrics: &RaftMetrics<TypeConfig>) -> RaftStatu
     }
 }
 
-impl Backend for RaftBackend {
-    fn propose(&self, command: Command) -> BoxFuture<'_, Result<Outcome, ApiError>> {
-        Box::pin(RaftBackend::propose(self, command))
+impl Backend for Replica {
+    fn propose(&self, command: Command) -> BoxFuture<'_, Result<Outcome, RequestError>> {
+        Box::pin(Replica::propose(self, command))
     }
 
-    fn read_barrier(&self) -> BoxFuture<'_, Result<(), ApiError>> {
-        Box::pin(RaftBackend::read_barrier(self))
+    fn read_barrier(&self) -> BoxFuture<'_, Result<(), RequestError>> {
+        Box::pin(Replica::read_barrier(self))
     }
 
-    fn record(&self, key: &RecordKey) -> Result<Option<Record>, ApiError> {
+    fn record(&self, key: &RecordKey) -> Result<Option<Record>, RequestError> {
         self.reader.record(key).map_err(store_error)
     }
 
-    fn operation(&self, id: &OperationId) -> Result<Option<Record>, ApiError> {
+    fn operation(&self, id: &OperationId) -> Result<Option<Record>, RequestError> {
         self.reader.operation(id).map_err(store_error)
     }
 
@@ -614,11 +589,11 @@ impl Backend for RaftBackend {
         prefix: &[u8],
         after: Option<&[u8]>,
         limit: usize,
-    ) -> Result<Vec<Record>, ApiError> {
+    ) -> Result<Vec<Record>, RequestError> {
         self.reader.scan(prefix, after, limit).map_err(store_error)
     }
 
-    fn due(&self, now: Timestamp, limit: usize) -> Result<usize, ApiError> {
+    fn due(&self, now: Timestamp, limit: usize) -> Result<usize, RequestError> {
         self.reader
             .due(now, limit)
             .map(|due| due.len())
@@ -643,7 +618,7 @@ impl Backend for RaftBackend {
     fn membership(
         &self,
         change: MembershipChange,
-    ) -> BoxFuture<'_, Result<MembershipView, ApiError>> {
+    ) -> BoxFuture<'_, Result<MembershipView, RequestError>> {
         Box::pin(self.membership_call(change))
     }
 }

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::MemberInfo;
+use super::MemberInfo;
 
 /// A membership call.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@
 //! left (no connection to the leader) or that the leader refused with `NOT_LEADER`
 //! (nothing proposed) may be routed again and retried. A transport failure after the
 //! request was sent leaves a write indeterminate: it becomes
-//! [`ApiError::OutcomeUnknown`], never a definite failure. Reads (read index, listing
+//! [`RequestError::OutcomeUnknown`], never a definite failure. Reads (read index, listing
 //! members) change nothing and are always retried.
 //!
 //! Channels are connected eagerly and cached per address, so a connect failure is known
@@ -22,7 +22,7 @@ use rpb::forward_client::ForwardClient;
 use rpb::forward_reply::Result as Reply;
 use tonic::transport::{Channel, Endpoint};
 
-use crate::api::ApiError;
+use crate::backend::RequestError;
 
 /// Largest forwarded message (a command with its request body, an outcome with its result).
 const MAX_MESSAGE: usize = 64 << 20;
@@ -55,7 +55,7 @@ pub enum ForwardFailure {
     /// Nothing was done on the leader (not sent, or refused as `NOT_LEADER`): route again.
     Retry(String),
     /// The answer to return: the leader's error, or an indeterminate outcome.
-    Final(ApiError),
+    Final(RequestError),
 }
 
 /// Cached connections to leaders' Raft addresses.
@@ -96,7 +96,7 @@ impl Forwarder {
             Ok(reply) => match reply.into_inner().result {
                 Some(Reply::Error(error)) => Err(from_wire(error)),
                 Some(reply) => Ok(reply),
-                None => Err(ForwardFailure::Final(ApiError::Internal(format!(
+                None => Err(ForwardFailure::Final(RequestError::Internal(format!(
                     "the leader at {raft_addr} sent an empty reply"
                 )))),
             },
@@ -109,9 +109,11 @@ impl Forwarder {
                 if idempotent || is_connect_error(&status) {
                     Err(ForwardFailure::Retry(why))
                 } else {
-                    Err(ForwardFailure::Final(ApiError::OutcomeUnknown(format!(
-                        "{why}; it may or may not have been applied; retry with the same key"
-                    ))))
+                    Err(ForwardFailure::Final(RequestError::OutcomeUnknown(
+                        format!(
+                            "{why}; it may or may not have been applied; retry with the same key"
+                        ),
+                    )))
                 }
             }
         }
@@ -144,9 +146,9 @@ impl Forwarder {
 }
 
 /// The wire form of an error the leader answers.
-pub fn to_wire(error: &ApiError) -> rpb::ForwardError {
+pub fn to_wire(error: &RequestError) -> rpb::ForwardError {
     let leader_id = match error {
-        ApiError::NotLeader { leader_id, .. } => leader_id.unwrap_or(0),
+        RequestError::NotLeader { leader_id, .. } => leader_id.unwrap_or(0),
         _ => 0,
     };
     rpb::ForwardError {
@@ -166,10 +168,10 @@ fn from_wire(error: rpb::ForwardError) -> ForwardFailure {
     let known = reason::ALL.iter().find(|(r, _)| *r == why).map(|(r, _)| *r);
     ForwardFailure::Final(match known {
         Some(reason::NOT_LEADER) => return ForwardFailure::Retry(message),
-        Some(reason::UNAVAILABLE_OUTCOME_UNKNOWN) => ApiError::OutcomeUnknown(message),
-        Some(reason::INTERNAL) => ApiError::Internal(format!("on the leader: {message}")),
-        Some(known) => ApiError::refused(known, message),
-        None => ApiError::Internal(format!("the leader answered {why}: {message}")),
+        Some(reason::UNAVAILABLE_OUTCOME_UNKNOWN) => RequestError::OutcomeUnknown(message),
+        Some(reason::INTERNAL) => RequestError::Internal(format!("on the leader: {message}")),
+        Some(known) => RequestError::refused(known, message),
+        None => RequestError::Internal(format!("the leader answered {why}: {message}")),
     })
 }
 
@@ -191,12 +193,12 @@ mod tests {
 
     #[test]
     fn wire_errors_round_trip_by_reason() {
-        let unknown = ApiError::OutcomeUnknown("write timed out".into());
+        let unknown = RequestError::OutcomeUnknown("write timed out".into());
         assert!(matches!(
             from_wire(to_wire(&unknown)),
-            ForwardFailure::Final(ApiError::OutcomeUnknown(_))
+            ForwardFailure::Final(RequestError::OutcomeUnknown(_))
         ));
-        let not_leader = ApiError::NotLeader {
+        let not_leader = RequestError::NotLeader {
             leader_id: Some(3),
             leader_addr: None,
         };
@@ -205,7 +207,7 @@ mod tests {
             from_wire(to_wire(&not_leader)),
             ForwardFailure::Retry(_)
         ));
-        let refused = ApiError::refused(reason::WRONG_STATE, "last voter");
+        let refused = RequestError::refused(reason::WRONG_STATE, "last voter");
         match from_wire(to_wire(&refused)) {
             ForwardFailure::Final(error) => assert_eq!(error, refused),
             other => panic!("{other:?}"),

@@ -1,5 +1,8 @@
 //! The leader's side of forwarding: the `idem.raft.v1.Forward` service on the Raft port.
 //!
+//! It lives with the groups because a forwarded request names its group and runs on that
+//! group's [`Replica`]; the follower's side is [`crate::replica::forward`].
+//!
 //! It runs the request *here*, never forwarding again (a node that is no longer the leader
 //! answers `NOT_LEADER` and the follower routes again), so a request crosses at most one
 //! hop and two nodes with different views of the leader cannot bounce it between them.
@@ -14,12 +17,12 @@ use rpb::forward_reply::Result as Reply;
 use rpb::forward_server::{Forward, ForwardServer};
 use tonic::{Request, Response, Status};
 
-use crate::api::{ApiError, MembershipChange};
-use crate::groups::GroupSet;
-use crate::raft::forward::to_wire;
-use crate::raft::RaftBackend;
+use super::set::GroupSet;
+use crate::backend::{MembershipChange, RequestError};
+use crate::replica::forward::to_wire;
+use crate::replica::Replica;
 
-/// Serves forwarded requests against the [`RaftBackend`] of the group they name.
+/// Serves forwarded requests against the [`Replica`] of the group they name.
 pub struct ForwardService {
     groups: GroupSet,
 }
@@ -33,7 +36,7 @@ impl ForwardService {
     }
 
     /// The backend of the request's group.
-    fn backend(&self, request: &rpb::ForwardRequest) -> Result<Arc<RaftBackend>, Status> {
+    fn backend(&self, request: &rpb::ForwardRequest) -> Result<Arc<Replica>, Status> {
         self.groups
             .get(request.group)
             .map(|group| Arc::clone(group.backend()))
@@ -44,7 +47,7 @@ impl ForwardService {
     fn open<T: serde::de::DeserializeOwned>(
         &self,
         request: Request<rpb::ForwardRequest>,
-    ) -> Result<(Arc<RaftBackend>, T), Status> {
+    ) -> Result<(Arc<Replica>, T), Status> {
         let request = request.into_inner();
         let backend = self.backend(&request)?;
         let payload = bincode::deserialize(&request.payload)
@@ -53,13 +56,13 @@ impl ForwardService {
     }
 }
 
-fn encode<T: serde::Serialize>(value: &T) -> Result<Reply, ApiError> {
+fn encode<T: serde::Serialize>(value: &T) -> Result<Reply, RequestError> {
     bincode::serialize(value)
         .map(|bytes| Reply::Ok(bytes.into()))
-        .map_err(|e| ApiError::Internal(format!("encoding the reply: {e}")))
+        .map_err(|e| RequestError::Internal(format!("encoding the reply: {e}")))
 }
 
-fn reply(result: Result<Reply, ApiError>) -> Response<rpb::ForwardReply> {
+fn reply(result: Result<Reply, RequestError>) -> Response<rpb::ForwardReply> {
     let result = result.unwrap_or_else(|error| Reply::Error(to_wire(&error)));
     Response::new(rpb::ForwardReply {
         result: Some(result),

@@ -17,8 +17,8 @@ use openraft::error::{ChangeMembershipError, ClientWriteError, RaftError};
 use openraft::{ChangeMembers, RaftMetrics};
 use tokio::time::Instant;
 
-use crate::api::{ApiError, MemberInfo, MemberView, MembershipChange, MembershipView};
-use crate::raft::Raft;
+use crate::backend::{MemberInfo, MemberView, MembershipChange, MembershipView, RequestError};
+use crate::replica::Raft;
 
 /// How often bounded waits look at the metrics again.
 const POLL: Duration = Duration::from_millis(20);
@@ -29,10 +29,10 @@ pub async fn run(
     node_id: u64,
     change: MembershipChange,
     deadline: Instant,
-) -> Result<MembershipView, ApiError> {
+) -> Result<MembershipView, RequestError> {
     let metrics = raft.metrics().borrow_watched().clone();
     if metrics.current_leader != Some(node_id) {
-        return Err(ApiError::NotLeader {
+        return Err(RequestError::NotLeader {
             leader_id: metrics.current_leader,
             leader_addr: None,
         });
@@ -59,7 +59,7 @@ async fn add(
     metrics: &RaftMetrics<TypeConfig>,
     member: MemberInfo,
     deadline: Instant,
-) -> Result<MembershipView, ApiError> {
+) -> Result<MembershipView, RequestError> {
     let existing = metrics
         .membership_config
         .membership()
@@ -68,7 +68,7 @@ async fn add(
     match existing {
         Some(node) if node.raft_addr == member.raft_addr && node.api_addr == member.api_addr => {}
         Some(node) => {
-            return Err(ApiError::refused(
+            return Err(RequestError::refused(
                 reason::WRONG_STATE,
                 format!(
                     "member {} exists with raft_addr {} and api_addr {}; remove it first to change its addresses",
@@ -109,12 +109,12 @@ async fn remove(
     metrics: &RaftMetrics<TypeConfig>,
     id: u64,
     deadline: Instant,
-) -> Result<MembershipView, ApiError> {
+) -> Result<MembershipView, RequestError> {
     let (_, voter) = member(metrics, id)?;
     let change = if voter {
         let voters = metrics.membership_config.membership().voter_ids().count();
         if voters <= 1 {
-            return Err(ApiError::refused(
+            return Err(RequestError::refused(
                 reason::WRONG_STATE,
                 format!("member {id} is the last voter; a cluster needs at least one"),
             ));
@@ -133,9 +133,9 @@ async fn transfer(
     node_id: u64,
     to: u64,
     deadline: Instant,
-) -> Result<MembershipView, ApiError> {
+) -> Result<MembershipView, RequestError> {
     if !member(metrics, to)?.1 {
-        return Err(ApiError::refused(
+        return Err(RequestError::refused(
             reason::WRONG_STATE,
             format!("member {to} is a learner; only a voter can lead (promote it first)"),
         ));
@@ -144,7 +144,7 @@ async fn transfer(
         raft.trigger()
             .transfer_leader(to)
             .await
-            .map_err(|e| ApiError::Internal(format!("raft stopped: {e}")))?;
+            .map_err(|e| RequestError::Internal(format!("raft stopped: {e}")))?;
     }
     let mut watch = raft.metrics();
     loop {
@@ -153,7 +153,7 @@ async fn transfer(
             return Ok(view(&now));
         }
         if Instant::now() + POLL >= deadline {
-            return Err(ApiError::OutcomeUnknown(format!(
+            return Err(RequestError::OutcomeUnknown(format!(
                 "leadership did not move to {to} in time (leader now {:?}); check `idemctl cluster status`",
                 now.current_leader
             )));
@@ -163,12 +163,11 @@ async fn transfer(
 }
 
 /// `(info, voter)` of member `id`, or `NOT_FOUND`.
-fn member(metrics: &RaftMetrics<TypeConfig>, id: u64) -> Result<(NodeInfo, bool), ApiError> {
+fn member(metrics: &RaftMetrics<TypeConfig>, id: u64) -> Result<(NodeInfo, bool), RequestError> {
     let membership = metrics.membership_config.membership();
-    let node = membership
-        .get_node(&id)
-        .cloned()
-        .ok_or_else(|| ApiError::refused(reason::NOT_FOUND, format!("no member with id {id}")))?;
+    let node = membership.get_node(&id).cloned().ok_or_else(|| {
+        RequestError::refused(reason::NOT_FOUND, format!("no member with id {id}"))
+    })?;
     let voter = membership.voter_ids().any(|v| v == id);
     Ok((node, voter))
 }
@@ -225,7 +224,7 @@ pub fn view(metrics: &RaftMetrics<TypeConfig>) -> MembershipView {
 /// Runs a membership write by `deadline`; a timeout is an unknown outcome. A change
 /// refused because the previous one is not committed yet (just after an election or
 /// another change) is retried until the deadline.
-async fn bounded<T, F, Fut>(deadline: Instant, write: F) -> Result<T, ApiError>
+async fn bounded<T, F, Fut>(deadline: Instant, write: F) -> Result<T, RequestError>
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<
@@ -234,7 +233,7 @@ where
 {
     loop {
         let error = match tokio::time::timeout_at(deadline, write()).await {
-            Err(_elapsed) => return Err(ApiError::OutcomeUnknown(
+            Err(_elapsed) => return Err(RequestError::OutcomeUnknown(
                 "the membership change was not confirmed in time; it may still take effect; check `idemctl member list`".into(),
             )),
             Ok(Ok(done)) => return Ok(done),
@@ -253,16 +252,20 @@ where
     }
 }
 
-fn write_error(error: RaftError<TypeConfig, ClientWriteError<TypeConfig>>) -> ApiError {
+fn write_error(error: RaftError<TypeConfig, ClientWriteError<TypeConfig>>) -> RequestError {
     match error {
-        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => ApiError::NotLeader {
-            leader_id: forward.leader_id,
-            leader_addr: forward.leader_node.map(|n| n.api_addr),
-        },
-        RaftError::APIError(ClientWriteError::LogEntryDiscarded(_)) => ApiError::OutcomeUnknown(
-            "leadership changed during the membership change; it may have taken effect".into(),
-        ),
-        RaftError::APIError(other) => ApiError::refused(reason::WRONG_STATE, other.to_string()),
-        RaftError::Fatal(fatal) => ApiError::Internal(format!("raft stopped: {fatal}")),
+        RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => {
+            RequestError::NotLeader {
+                leader_id: forward.leader_id,
+                leader_addr: forward.leader_node.map(|n| n.api_addr),
+            }
+        }
+        RaftError::APIError(ClientWriteError::LogEntryDiscarded(_)) => {
+            RequestError::OutcomeUnknown(
+                "leadership changed during the membership change; it may have taken effect".into(),
+            )
+        }
+        RaftError::APIError(other) => RequestError::refused(reason::WRONG_STATE, other.to_string()),
+        RaftError::Fatal(fatal) => RequestError::Internal(format!("raft stopped: {fatal}")),
     }
 }

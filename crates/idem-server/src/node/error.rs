@@ -1,0 +1,65 @@
+//! Why a node could not start, or stopped badly, and the exit code `idemd` gives for it.
+//!
+//! Its own module because the groups a node opens report the same errors: they import this,
+//! not the node that wires them.
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Why a node could not start or stopped badly.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The data directory cannot be created, read or written.
+    #[error("data directory {path}: {source}")]
+    DataDir {
+        /// The directory or file.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The data directory belongs to another node id.
+    #[error("data directory {path} belongs to node {found}; this node is configured as {configured} (node_id); use that id or another data directory")]
+    IdentityMismatch {
+        /// The data directory.
+        path: PathBuf,
+        /// The id recorded in it.
+        found: u64,
+        /// The configured id.
+        configured: u64,
+    },
+    /// The store failed to open.
+    #[error("store: {0}")]
+    Store(#[from] idem_store::StoreError),
+    /// Raft failed to start, bootstrap or recover.
+    #[error("raft: {0}")]
+    Raft(String),
+    /// A listening socket could not be bound.
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Bind {
+        /// Which port.
+        what: &'static str,
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// A server task failed.
+    #[error("{what} server failed: {message}")]
+    Serve {
+        /// Which server.
+        what: &'static str,
+        /// Why.
+        message: String,
+    },
+}
+
+impl NodeError {
+    /// The process exit code for this error: 2 for configuration problems, else 1.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            NodeError::IdentityMismatch { .. } => 2,
+            _ => 1,
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! The node-to-node port: every group's Raft RPCs and the `Forward` service, served before
+//! bootstrap so peers can reach the node from the start.
+
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::listen::incoming;
+use crate::groups::{ForwardService, GroupSet};
+
+/// The Raft port: the Raft RPCs of every group this node serves and the `Forward` service.
+pub(super) struct RaftPort {
+    groups: GroupSet,
+    stop: CancellationToken,
+    task: JoinHandle<Result<(), tonic::transport::Error>>,
+}
+
+impl RaftPort {
+    pub(super) fn spawn(groups: GroupSet, listener: TcpListener) -> Self {
+        let stop = CancellationToken::new();
+        let server = idem_raft::server_builder(&idem_raft::NetworkOptions::default())
+            .add_service(idem_raft::RaftService::server(groups.registry().clone()))
+            .add_service(ForwardService::server(groups.clone()))
+            .serve_with_incoming_shutdown(incoming(listener), stop.clone().cancelled_owned());
+        RaftPort {
+            groups,
+            stop,
+            task: tokio::spawn(server),
+        }
+    }
+
+    /// Stops serving (after Raft shut down, so peers see it unreachable, not half-alive).
+    pub(super) async fn stop(self) {
+        self.groups.unregister_all();
+        self.stop.cancel();
+        match tokio::time::timeout(Duration::from_secs(5), self.task).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "raft port stopped with an error"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "raft port task failed"),
+            Err(_elapsed) => tracing::warn!("raft port did not stop within 5s"),
+        }
+    }
+}
