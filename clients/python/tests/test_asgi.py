@@ -13,7 +13,7 @@ import pytest
 from conftest import FAST
 from fastapi import FastAPI, Request
 
-from idem_client import AsyncClient, Scope, Stage, State, Target
+from idem_client import AsyncClient, CanonicalRequest, Risk, Scope, Stage, State, Target
 from idem_client.asgi import IdempotencyMiddleware, IdempotencyPolicy, MalformedKey, parse_key
 from support import Node
 
@@ -126,3 +126,64 @@ def test_malformed_key_headers(header: bytes) -> None:
         parse_key([header])
     with pytest.raises(MalformedKey):
         parse_key([b'"a"', b'"b"'])
+
+
+@pytest.mark.parametrize("status", [409, 503])
+async def test_needs_reconciliation_is_not_run_again(node: Node, status: int) -> None:
+    """A HIGH-risk charge whose worker died during the PSP call waits for an operator: the
+    middleware answers 409 (or 503) and never runs the handler."""
+    calls: list[dict[str, Any]] = []
+    app = fastapi_app(node, IdempotencyPolicy(reconciliation_status=status), calls)
+    key = uuid.uuid4().hex
+    body = b'{"amount":6}'
+    target = Target(Scope("acme", "test", "user-1", "POST /v1/charges"), key)
+    async with AsyncClient([node.endpoint], options=FAST) as client:
+        request = CanonicalRequest("POST", "/v1/charges", body_json=body)
+        claim = await client.claim(target, request, risk=Risk.HIGH, lease=0.2)
+        await client.record_calling(target, claim.fence or 0)
+        await asyncio.sleep(0.4)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        headers = {"Idempotency-Key": f'"{key}"', "content-type": "application/json"}
+        response = await http.post("/v1/charges", content=body, headers=headers)
+    assert response.status_code == status and calls == []
+    assert response.json()["type"] == "urn:idem:problem:needs-reconciliation"
+    assert ("retry-after" in response.headers) == (status == 503)
+
+
+async def test_cancelled_request_releases_unless_a_call_began(node: Node) -> None:
+    """A request cancelled mid-handler (the client went away) gives its record back when no
+    external call began, so the client's retry runs at once; after CALLING it does not."""
+    started = asyncio.Event()
+
+    async def handler(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        handle = scope["state"]["idempotency"]
+        if scope["path"] == "/calling":
+            await handle.record_calling()
+        started.set()
+        await asyncio.sleep(30)
+
+    middleware = IdempotencyMiddleware(
+        handler, client=AsyncClient([node.endpoint], options=FAST), tenant="acme", environment="test"
+    )
+    async with AsyncClient([node.endpoint], options=FAST) as client:
+        for path, state, leased in (("/released", State.PENDING, False), ("/calling", State.IN_PROGRESS, True)):
+            key = uuid.uuid4().hex
+            scope = {"type": "http", "method": "POST", "path": path, "query_string": b"",
+                     "headers": [(b"idempotency-key", f'"{key}"'.encode())]}  # fmt: skip
+            messages = [{"type": "http.request", "body": b"{}", "more_body": False}]
+
+            async def receive() -> dict[str, Any]:
+                return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+            async def send(message: dict[str, Any]) -> None:
+                raise AssertionError(f"nothing is sent for a cancelled request: {message}")
+
+            started.clear()
+            task = asyncio.create_task(middleware(scope, receive, send))
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            record = (await client.get(Target(Scope("acme", "test", "anonymous", f"POST {path}"), key))).record
+            assert record.state is state and (record.lease is not None) == leased, path
