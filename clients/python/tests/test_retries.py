@@ -76,6 +76,11 @@ class Fake(pb_grpc.IdempotencyServicer):  # type: ignore[misc]
     def Get(self, request: pb.GetRequest, context: grpc.ServicerContext) -> pb.GetResponse:  # noqa: N802
         refuse(grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE_OUTCOME_UNKNOWN")(request, context)
 
+    def GetOperation(self, request: pb.GetOperationRequest, context: grpc.ServicerContext) -> pb.GetResponse:  # noqa: N802
+        self.times.append(time.monotonic())
+        time.sleep(0.5)
+        return pb.GetResponse()
+
 
 @pytest.fixture
 def nodes() -> Iterator[Callable[[], tuple[Fake, str]]]:
@@ -179,3 +184,11 @@ def test_exhausted_writes_are_unknown_and_reads_unavailable(nodes: Any) -> None:
         with pytest.raises(errors.Unavailable):
             client.get(TARGET)
     assert len(fake.claims) == 4
+
+
+def test_per_call_deadline(nodes: Any) -> None:
+    fake, addr = nodes()
+    with Client([addr], options=OPTIONS) as client, pytest.raises(errors.Unavailable) as caught:
+        client.get_operation("0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d", timeout=0.1)
+    assert "DEADLINE_EXCEEDED" in str(caught.value) or "deadline" in str(caught.value).lower()
+    assert len(fake.times) == OPTIONS.retry.max_attempts, "each attempt had its own deadline"

@@ -99,9 +99,9 @@ class AsyncClient:
         )
         return await self._run(call, timeout)
 
-    async def start(self, target: Target, fence: int) -> Record:
+    async def start(self, target: Target, fence: int, *, timeout: float | None = None) -> Record:
         """Owner: PENDING → IN_PROGRESS."""
-        return await self._run(_calls.start(target, fence))
+        return await self._run(_calls.start(target, fence), timeout)
 
     async def record_external_call(
         self, target: Target, fence: int, stage: Stage, remote_ref: str | None = None
@@ -117,33 +117,33 @@ class AsyncClient:
         """Owner: ``record_external_call(…, Stage.REMOTE_CONFIRMED, remote_ref)``."""
         return await self.record_external_call(target, fence, Stage.REMOTE_CONFIRMED, remote_ref)
 
-    async def renew(self, target: Target, fence: int, lease: float | None = None) -> Record:
+    async def renew(self, target: Target, fence: int, lease: float | None = None, *, timeout: float | None = None) -> Record:
         """Owner: extends the lease to now + `lease` seconds (default: the record's)."""
-        return await self._run(_calls.renew(target, fence, lease))
+        return await self._run(_calls.renew(target, fence, lease), timeout)
 
-    async def complete(self, target: Target, fence: int, result: StoredResult) -> Record:
+    async def complete(self, target: Target, fence: int, result: StoredResult, *, timeout: float | None = None) -> Record:
         """Owner: stores the result; the record becomes COMPLETED and is replayed."""
-        return await self._run(_calls.complete(target, fence, result))
+        return await self._run(_calls.complete(target, fence, result), timeout)
 
-    async def fail(self, target: Target, fence: int, error: ErrorSummary, *, retryable: bool) -> Record:
+    async def fail(self, target: Target, fence: int, error: ErrorSummary, *, retryable: bool, timeout: float | None = None) -> Record:
         """Owner: records a failure, retryable (the next claim takes over) or terminal."""
-        return await self._run(_calls.fail(target, fence, error, retryable))
+        return await self._run(_calls.fail(target, fence, error, retryable), timeout)
 
-    async def release(self, target: Target, fence: int) -> Record:
+    async def release(self, target: Target, fence: int, *, timeout: float | None = None) -> Record:
         """Owner: gives the record up; only before any external call."""
-        return await self._run(_calls.release(target, fence))
+        return await self._run(_calls.release(target, fence), timeout)
 
-    async def cancel(self, target: Target, fence: int) -> Record:
+    async def cancel(self, target: Target, fence: int, *, timeout: float | None = None) -> Record:
         """Owner: cancels the operation (terminal); only before any external call."""
-        return await self._run(_calls.cancel(target, fence))
+        return await self._run(_calls.cancel(target, fence), timeout)
 
-    async def get(self, target: Target) -> Lookup:
+    async def get(self, target: Target, *, timeout: float | None = None) -> Lookup:
         """Reads the record of `target` and what a matching claim would see."""
-        return await self._run(_calls.get(target))
+        return await self._run(_calls.get(target), timeout)
 
-    async def get_operation(self, operation_id: str) -> Lookup:
+    async def get_operation(self, operation_id: str, *, timeout: float | None = None) -> Lookup:
         """Reads a record by its operation id."""
-        return await self._run(_calls.get_operation(operation_id))
+        return await self._run(_calls.get_operation(operation_id), timeout)
 
     async def wait(self, target: Target, timeout: float = MAX_WAIT) -> Lookup:
         """Waits up to `timeout` seconds (at most 30) for the record to settle."""

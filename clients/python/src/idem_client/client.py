@@ -39,7 +39,9 @@ class Client:
     """A client of an idem cluster (``endpoints``: ``host:port``, ``http://`` or ``https://``).
 
     Nothing is connected until the first call. ``tls`` turns on TLS for endpoints without a
-    scheme; ``token`` is sent as ``authorization: Bearer <token>`` with every call.
+    scheme; ``token`` is sent as ``authorization: Bearer <token>`` with every call. ``timeout``
+    on a call is its per-attempt deadline in seconds (default ``options.request_timeout``);
+    ``options.retry.total_budget`` bounds the whole call.
     """
 
     def __init__(
@@ -118,9 +120,9 @@ class Client:
         )
         return self._run(call, timeout)
 
-    def start(self, target: Target, fence: int) -> Record:
+    def start(self, target: Target, fence: int, *, timeout: float | None = None) -> Record:
         """Owner: PENDING → IN_PROGRESS."""
-        return self._run(_calls.start(target, fence))
+        return self._run(_calls.start(target, fence), timeout)
 
     def record_external_call(self, target: Target, fence: int, stage: Stage, remote_ref: str | None = None) -> Record:
         """Owner: records ``Stage.CALLING`` before a downstream call (pass the operation id as
@@ -135,33 +137,33 @@ class Client:
         """Owner: ``record_external_call(…, Stage.REMOTE_CONFIRMED, remote_ref)``."""
         return self.record_external_call(target, fence, Stage.REMOTE_CONFIRMED, remote_ref)
 
-    def renew(self, target: Target, fence: int, lease: float | None = None) -> Record:
+    def renew(self, target: Target, fence: int, lease: float | None = None, *, timeout: float | None = None) -> Record:
         """Owner: extends the lease to now + `lease` seconds (default: the record's)."""
-        return self._run(_calls.renew(target, fence, lease))
+        return self._run(_calls.renew(target, fence, lease), timeout)
 
-    def complete(self, target: Target, fence: int, result: StoredResult) -> Record:
+    def complete(self, target: Target, fence: int, result: StoredResult, *, timeout: float | None = None) -> Record:
         """Owner: stores the result; the record becomes COMPLETED and is replayed."""
-        return self._run(_calls.complete(target, fence, result))
+        return self._run(_calls.complete(target, fence, result), timeout)
 
-    def fail(self, target: Target, fence: int, error: ErrorSummary, *, retryable: bool) -> Record:
+    def fail(self, target: Target, fence: int, error: ErrorSummary, *, retryable: bool, timeout: float | None = None) -> Record:
         """Owner: records a failure, retryable (the next claim takes over) or terminal."""
-        return self._run(_calls.fail(target, fence, error, retryable))
+        return self._run(_calls.fail(target, fence, error, retryable), timeout)
 
-    def release(self, target: Target, fence: int) -> Record:
+    def release(self, target: Target, fence: int, *, timeout: float | None = None) -> Record:
         """Owner: gives the record up; only before any external call."""
-        return self._run(_calls.release(target, fence))
+        return self._run(_calls.release(target, fence), timeout)
 
-    def cancel(self, target: Target, fence: int) -> Record:
+    def cancel(self, target: Target, fence: int, *, timeout: float | None = None) -> Record:
         """Owner: cancels the operation (terminal); only before any external call."""
-        return self._run(_calls.cancel(target, fence))
+        return self._run(_calls.cancel(target, fence), timeout)
 
-    def get(self, target: Target) -> Lookup:
+    def get(self, target: Target, *, timeout: float | None = None) -> Lookup:
         """Reads the record of `target` (linearizable) and what a matching claim would see."""
-        return self._run(_calls.get(target))
+        return self._run(_calls.get(target), timeout)
 
-    def get_operation(self, operation_id: str) -> Lookup:
+    def get_operation(self, operation_id: str, *, timeout: float | None = None) -> Lookup:
         """Reads a record by its operation id."""
-        return self._run(_calls.get_operation(operation_id))
+        return self._run(_calls.get_operation(operation_id), timeout)
 
     def wait(self, target: Target, timeout: float = MAX_WAIT) -> Lookup:
         """Waits up to `timeout` seconds (at most 30) for the record to settle."""
