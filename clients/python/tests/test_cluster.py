@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from conftest import FAST, new_target
 
-from idem_client import CanonicalRequest, ClaimOutcome, Client, ClientOptions, State, StoredResult, Target
+from idem_client import AsyncClient, CanonicalRequest, ClaimOutcome, Client, ClientOptions, State, StoredResult, Target
 from support import Cluster
 
 REQUEST = CanonicalRequest.with_json("POST", "/v1/transfers", {"amount": 5})
@@ -44,6 +44,18 @@ def test_region_preference_learns_regions(cluster: Cluster) -> None:
         regions = {node.uri: node.region for node in client._router.nodes}
         assert regions[f"http://{cluster.node(2).endpoint}"] == "r2", "a member of the client's region was added"
         assert regions[f"http://{cluster.node(1).endpoint}"] == "r1"
+
+
+async def test_async_client_learns_regions_and_the_leader(cluster: Cluster) -> None:
+    leader = cluster.leader()
+    follower = next(n for n in cluster.nodes if n.id != leader)
+    options = ClientOptions(request_timeout=FAST.request_timeout, retry=FAST.retry, region=f"r{follower.id}")
+    async with AsyncClient([follower.endpoint], options=options) as client:
+        target = new_target(tenant="async-hinted")
+        assert (await client.claim(target, REQUEST)).owns
+        assert client.tenant_endpoint("async-hinted") == f"http://{cluster.node(leader).endpoint}"
+        regions = {node.uri: node.region for node in client._router.nodes}
+        assert regions[f"http://{follower.endpoint}"] == f"r{follower.id}"
 
 
 def test_leader_killed_mid_run(cluster: Cluster) -> None:
