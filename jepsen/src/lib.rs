@@ -31,7 +31,6 @@ pub mod nemesis;
 pub mod plot;
 pub mod region_scenario;
 pub mod results;
-pub mod rng;
 pub mod runner;
 pub mod workload;
 

@@ -27,7 +27,7 @@ use crate::progress::Progress;
 use crate::results::RunResult;
 use crate::stats::Recorder;
 use crate::workload::{execute, KeySpace, Shape, Workload};
-use idem_jepsen::rng::Rng;
+use idem_testkit::Rng;
 
 /// Open-loop runs stop sending this long after the window closed, whatever is left.
 const OPEN_LOOP_GRACE: Duration = Duration::from_secs(1);

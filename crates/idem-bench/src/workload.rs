@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, ClaimResult};
 use crate::stats::{Recorder, Sample};
-use idem_jepsen::rng::Rng;
+use idem_testkit::Rng;
 
 /// A traffic pattern.
 #[derive(

@@ -2,17 +2,13 @@
 //!
 //! plotters' `ab_glyph` backend renders text from a font registered in memory instead of asking
 //! the system (fontconfig/freetype), which keeps the build free of C libraries. The font is read
-//! once per process from an environment variable (`$IDEM_JEPSEN_FONT` here, `$IDEM_BENCH_FONT`
-//! in idem-bench, which shares this module) or Debian's `fonts-dejavu-core` location. Without a
-//! font the plots are still drawn, just without any text.
+//! once per process from a file named by an environment variable (each tool has its own:
+//! `$IDEM_JEPSEN_FONT`, `$IDEM_BENCH_FONT`) or from Debian's `fonts-dejavu-core` location.
+//! Without a font the plots are still drawn, just without any text.
 
 use std::sync::OnceLock;
 
 use plotters::style::{register_font, FontStyle};
-
-/// Environment variable naming a TrueType font file to use instead of the default (in the
-/// jepsen harness).
-pub const FONT_ENV: &str = "IDEM_JEPSEN_FONT";
 
 /// The family name under which the font is registered.
 pub const FAMILY: &str = "sans-serif";
@@ -26,14 +22,9 @@ const CANDIDATES: &[&str] = &[
 
 static LOADED: OnceLock<bool> = OnceLock::new();
 
-/// True when a font is registered and plots can carry text (loads it on first call, from
-/// `$IDEM_JEPSEN_FONT` or the default locations).
-pub fn text_available() -> bool {
-    text_available_from(FONT_ENV)
-}
-
-/// As [`text_available`], with the font file named by `env_var` instead. The first call in
-/// the process decides: the font is registered once.
+/// True when a font is registered and plots can carry text. Loads it on the first call in
+/// the process, from the file named by `$env_var` or the default locations; that first call
+/// decides, as the font is registered once.
 pub fn text_available_from(env_var: &str) -> bool {
     *LOADED.get_or_init(|| load(env_var))
 }
@@ -55,4 +46,20 @@ fn load(env_var: &str) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_the_variable_the_default_locations_decide() {
+        let installed = CANDIDATES
+            .iter()
+            .any(|path| std::path::Path::new(path).is_file());
+        // No test sets this variable: only the default locations can provide the font.
+        assert_eq!(text_available_from("IDEM_TESTKIT_UNSET_FONT"), installed);
+        // Registered once: a later call with another variable gets the same answer.
+        assert_eq!(text_available_from("IDEM_TESTKIT_OTHER_FONT"), installed);
+    }
 }

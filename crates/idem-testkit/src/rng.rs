@@ -1,9 +1,9 @@
 //! A small seeded random generator (SplitMix64).
 //!
-//! Runs must be reproducible from `--seed`: the nemesis schedule, key choices and stalls all
-//! derive from it. A generator written here (rather than a crate's) keeps the sequence of a
-//! seed stable across dependency upgrades, so a schedule printed in an old report can still be
-//! regenerated.
+//! Runs must be reproducible from `--seed`: the jepsen harness derives its nemesis schedule,
+//! key choices and stalls from it, idem-bench its keys and arrival times. A generator written
+//! here (rather than a crate's) keeps the sequence of a seed stable across dependency
+//! upgrades, so a schedule printed in an old report can still be regenerated.
 
 /// A deterministic pseudo-random generator; not for cryptography.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@
 use anyhow::Context as _;
 
 use crate::cluster::Cluster;
-use crate::rng::Rng;
+use idem_testkit::Rng;
 
 /// Draws offsets for a random non-empty subset of `nodes`, each within ±`max_ms`.
 pub fn draw_skews(rng: &mut Rng, nodes: &[usize], max_ms: u64) -> Vec<(usize, i64)> {

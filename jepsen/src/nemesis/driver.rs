@@ -19,7 +19,7 @@ use super::partition;
 use super::{clock, kill, pause, Fault, Planned, Schedule};
 use crate::cluster::{health, Cluster};
 use crate::history::{Recorder, Value};
-use crate::rng::Rng;
+use idem_testkit::Rng;
 
 /// What a started fault needs undone.
 #[derive(Debug, Clone)]

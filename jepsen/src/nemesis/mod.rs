@@ -27,7 +27,7 @@ use std::fmt;
 
 use anyhow::bail;
 
-use crate::rng::Rng;
+use idem_testkit::Rng;
 
 pub use driver::Nemesis;
 pub use schedule::{Planned, Schedule};

@@ -17,7 +17,7 @@ use crate::cluster::command::Cmd;
 use crate::cluster::netns::Topology;
 use crate::cluster::regions::Regions;
 use crate::cluster::Cluster;
-use crate::rng::Rng;
+use idem_testkit::Rng;
 
 /// For each node, the nodes it drops packets from.
 pub type Grudge = BTreeMap<usize, BTreeSet<usize>>;

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::{Fault, Kind};
-use crate::rng::Rng;
+use idem_testkit::Rng;
 
 /// One planned fault.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,10 +9,10 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::font::FAMILY;
 use super::style::{secs, shade_faults, type_color, with_marker, Marker};
 use super::{end_time, PlotError, HEIGHT, WIDTH};
 use crate::history::{History, OpType};
+use idem_testkit::font::FAMILY;
 
 /// Points per (`:f`, completion type): (invoke time in s, latency in ms).
 type Points = BTreeMap<(String, OpType), Vec<(f64, f64)>>;

@@ -3,9 +3,9 @@
 //! Verdicts say whether something went wrong; the plots show how the system behaved under each
 //! fault (latency spikes, unavailability windows, timeouts), which is what an operator or a
 //! reviewer of a Jepsen run looks at first. Drawn with plotters' bitmap backend; text needs a
-//! font (see [`font`]), and without one the plots are drawn without text rather than not at all.
+//! font ([`text_available`], loaded by idem-testkit's [`font`](idem_testkit::font) module), and
+//! without one the plots are drawn without text rather than not at all.
 
-pub mod font;
 mod latency;
 mod rate;
 mod style;
@@ -14,7 +14,14 @@ use std::path::{Path, PathBuf};
 
 use crate::history::History;
 
-pub use font::text_available;
+/// Environment variable naming a TrueType font file to use instead of the default.
+pub const FONT_ENV: &str = "IDEM_JEPSEN_FONT";
+
+/// True when a font is registered and plots can carry text (loads it on first call, from
+/// `$IDEM_JEPSEN_FONT` or the default locations).
+pub fn text_available() -> bool {
+    idem_testkit::font::text_available_from(FONT_ENV)
+}
 
 /// Width of the plots in pixels.
 pub const WIDTH: u32 = 1200;

@@ -8,10 +8,10 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::font::FAMILY;
 use super::style::{f_color, secs, shade_faults};
 use super::{end_time, PlotError, HEIGHT, WIDTH};
 use crate::history::{History, OpType};
+use idem_testkit::font::FAMILY;
 
 /// Most buckets drawn; longer tests get wider buckets.
 const MAX_BUCKETS: f64 = 600.0;

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use crate::rng::Rng;
+use idem_testkit::Rng;
 
 /// The shared key window of a test.
 #[derive(Debug)]

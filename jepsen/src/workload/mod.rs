@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-use crate::rng::Rng;
+use idem_testkit::Rng;
 
 pub use keys::KeyPool;
 pub use store::{Completion, Store};

@@ -28,7 +28,7 @@ use super::store::{Completion, Store};
 use super::{Behaviour, KeyPool, StallPoint};
 use crate::history::Recorder;
 use crate::ledger_service::LedgerClient;
-use crate::rng::Rng;
+use idem_testkit::Rng;
 
 /// What all workers of a test share.
 pub struct Shared {

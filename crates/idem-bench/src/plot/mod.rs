@@ -5,13 +5,13 @@
 //! throughput flattens while its latency climbs is saturated (CPU, fsync, a lock), one whose
 //! p99 leaves its p50 behind has queueing or stalls.
 //!
-//! Text is drawn with the jepsen harness's font loader, from `$IDEM_BENCH_FONT` or Debian's
-//! DejaVu Sans.
+//! Text is drawn with idem-testkit's font loader (shared with the jepsen harness), from
+//! `$IDEM_BENCH_FONT` or Debian's DejaVu Sans.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use idem_jepsen::plot::font::{text_available_from, FAMILY};
+use idem_testkit::font::{text_available_from, FAMILY};
 use plotters::prelude::*;
 
 use crate::aggregate::{headline, Point, PointKey};
