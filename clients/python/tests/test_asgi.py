@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import FAST
 from fastapi import FastAPI, Request
 
+from conftest import FAST
 from idem_client import AsyncClient, CanonicalRequest, Risk, Scope, Stage, State, Target
 from idem_client.asgi import IdempotencyMiddleware, IdempotencyPolicy, MalformedKey, parse_key
 from support import Node
@@ -118,8 +118,8 @@ def test_key_header_parses(header: bytes, key: str) -> None:
 
 @pytest.mark.parametrize(
     "header",
-    [b"abc", b'"abc', b'""', b'"a b"', b'"a\\"b"', b'"\xc3\xa9"', b'"k";', b'"k";A=1', b'"k" x', b'"' + b"k" * 256 + b'"',
-     b'"k\x01"', b"x" * 2000],
+    [b"abc", b'"abc', b'""', b'"a b"', b'"a\\"b"', b'"\xc3\xa9"', b'"k";', b'"k";A=1', b'"k" x',
+     b'"' + b"k" * 256 + b'"', b'"k\x01"', b"x" * 2000],
 )  # fmt: skip
 def test_malformed_key_headers(header: bytes) -> None:
     with pytest.raises(MalformedKey):
@@ -173,7 +173,7 @@ async def test_cancelled_request_releases_unless_a_call_began(node: Node) -> Non
                      "headers": [(b"idempotency-key", f'"{key}"'.encode())]}  # fmt: skip
             messages = [{"type": "http.request", "body": b"{}", "more_body": False}]
 
-            async def receive() -> dict[str, Any]:
+            async def receive(messages: list[dict[str, Any]] = messages) -> dict[str, Any]:
                 return messages.pop(0) if messages else {"type": "http.disconnect"}
 
             async def send(message: dict[str, Any]) -> None:

@@ -7,8 +7,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import FAST, new_target
 
+from conftest import FAST, new_target
 from idem_client import AsyncClient, CanonicalRequest, ClaimOutcome, Client, ClientOptions, State, StoredResult, Target
 from support import Cluster
 

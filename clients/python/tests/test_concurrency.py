@@ -9,10 +9,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import FAST
 
-from idem_client import AsyncClient, CanonicalRequest, ClaimOutcome, Client, ErrorSummary, StoredResult, Target
-from idem_client import errors
+from conftest import FAST
+from idem_client import AsyncClient, CanonicalRequest, ClaimOutcome, Client, ErrorSummary, StoredResult, Target, errors
 from support import Node
 
 REQUEST = CanonicalRequest.with_json("POST", "/v1/orders", {"sku": "A-1", "qty": 2})

@@ -13,12 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import FAST
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from conftest import FAST
 from idem_client import AsyncClient, ClientOptions, RetryPolicy
 from idem_client.asgi import PROBLEM_BASE, IdempotencyMiddleware, IdempotencyPolicy
 from support import Node

@@ -5,10 +5,19 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import FAST, new_target
 
-from idem_client import CanonicalRequest, Client, ClientOptions, ErrorSummary, RetryPolicy, Scope, StoredResult, Target
-from idem_client import errors
+from conftest import FAST, new_target
+from idem_client import (
+    CanonicalRequest,
+    Client,
+    ClientOptions,
+    ErrorSummary,
+    RetryPolicy,
+    Scope,
+    StoredResult,
+    Target,
+    errors,
+)
 from idem_client.errors import IdemError
 
 BODY = CanonicalRequest.with_json("POST", "/v1/charges", {"amount": 1})
@@ -22,8 +31,20 @@ BODY = CanonicalRequest.with_json("POST", "/v1/charges", {"amount": 1})
         (Target(Scope("ac me", "test", "u", "POST /x"), "k"), BODY, {}, errors.InvalidScope, "INVALID_SCOPE"),
         (Target(Scope("acme", "Test", "u", "POST /x"), "k"), BODY, {}, errors.InvalidScope, "INVALID_SCOPE"),
         (Target(Scope("acme", "test", "u", "post"), "k"), BODY, {}, errors.InvalidScope, "INVALID_SCOPE"),
-        (Target(Scope("acme", "test", "u", "POST /x"), "k"), None, {}, errors.InvalidFingerprint, "INVALID_FINGERPRINT"),
-        (Target(Scope("acme", "test", "u", "POST /x"), "k"), BODY, {"lease": 7200}, errors.InvalidPolicy, "INVALID_POLICY"),
+        (
+            Target(Scope("acme", "test", "u", "POST /x"), "k"),
+            None,
+            {},
+            errors.InvalidFingerprint,
+            "INVALID_FINGERPRINT",
+        ),
+        (
+            Target(Scope("acme", "test", "u", "POST /x"), "k"),
+            BODY,
+            {"lease": 7200},
+            errors.InvalidPolicy,
+            "INVALID_POLICY",
+        ),
         (
             Target(Scope("acme", "test", "u", "POST /x"), "k"),
             CanonicalRequest("POST", "/x", body_json=b"{oops"),

@@ -6,8 +6,8 @@ import hashlib
 import json
 
 import pytest
-from conftest import new_target
 
+from conftest import new_target
 from idem_client import JCS_SHA256_V1, CanonicalRequest, ClaimOutcome, Client
 from idem_client.fingerprint import FingerprintError, canonicalize, number, parse_strict
 

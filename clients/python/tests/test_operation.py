@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import FAST
 
+from conftest import FAST
 from idem_client import (
     AsyncClient,
     CanonicalRequest,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import FAST, new_target
 
+from conftest import FAST, new_target
 from idem_client import (
     AsyncClient,
     CanonicalRequest,
@@ -19,13 +19,11 @@ from idem_client import (
     State,
     StoredResult,
     Target,
+    errors,
 )
-from idem_client import errors
 
 CHARGE = CanonicalRequest.with_json("POST", "/v1/charges", {"amount": 1000, "currency": "EUR"})
-SAME_CHARGE_REORDERED = CanonicalRequest(
-    "POST", "/v1/charges", body_json=b'{ "currency": "EUR", "amount": 1000.0 }'
-)
+SAME_CHARGE_REORDERED = CanonicalRequest("POST", "/v1/charges", body_json=b'{ "currency": "EUR", "amount": 1000.0 }')
 OTHER_CHARGE = CanonicalRequest.with_json("POST", "/v1/charges", {"amount": 2000, "currency": "EUR"})
 
 

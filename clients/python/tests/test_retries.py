@@ -14,8 +14,17 @@ import pytest
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 
-from idem_client import AsyncClient, CanonicalRequest, ClaimOutcome, Client, ClientOptions, RetryPolicy, Scope, Target
-from idem_client import errors
+from idem_client import (
+    AsyncClient,
+    CanonicalRequest,
+    ClaimOutcome,
+    Client,
+    ClientOptions,
+    RetryPolicy,
+    Scope,
+    Target,
+    errors,
+)
 from idem_client._pb.idem.v1 import idempotency_pb2 as pb
 from idem_client._pb.idem.v1 import idempotency_pb2_grpc as pb_grpc
 from support import free_port
@@ -116,7 +125,9 @@ def test_outcome_unknown_is_redelivered_with_the_same_holder(nodes: Any) -> None
 def test_not_leader_hint_is_followed_at_once(nodes: Any) -> None:
     follower, follower_addr = nodes()
     leader, leader_addr = nodes()
-    follower.script = [refuse(grpc.StatusCode.UNAVAILABLE, "NOT_LEADER", {"leader-id": "2", "leader-addr": leader_addr})]
+    follower.script = [
+        refuse(grpc.StatusCode.UNAVAILABLE, "NOT_LEADER", {"leader-id": "2", "leader-addr": leader_addr})
+    ]
     with Client([follower_addr], options=OPTIONS) as client:
         assert client.claim(TARGET, REQUEST).owns
         assert len(follower.claims) == 1 and len(leader.claims) == 1

@@ -84,9 +84,7 @@ def claim(
         wire.retention_ms = convert.millis(retention)
     if max_result_bytes is not None:
         wire.max_result_bytes = max_result_bytes
-    return Call(
-        "Claim", wire, lambda r: convert.claim_from_wire(r, holder, target), target.scope.tenant, True
-    )
+    return Call("Claim", wire, lambda r: convert.claim_from_wire(r, holder, target), target.scope.tenant, True)
 
 
 def _mutation(rpc: str, message: type[Message], target: Target, fence: int, **fields: Any) -> Call[Record]:
@@ -108,7 +106,9 @@ def record_external_call(target: Target, fence: int, stage: Stage, remote_ref: s
             raise invalid("INVALID_ARGUMENT", "REMOTE_CONFIRMED needs the downstream's reference")
         wire_stage = pb.EXTERNAL_CALL_STAGE_REMOTE_CONFIRMED
     else:
-        raise invalid("INVALID_ARGUMENT", f"an external call is recorded as CALLING or REMOTE_CONFIRMED, not {stage.value}")
+        raise invalid(
+            "INVALID_ARGUMENT", f"an external call is recorded as CALLING or REMOTE_CONFIRMED, not {stage.value}"
+        )
     return _mutation(
         "RecordExternalCall", pb.RecordExternalCallRequest, target, fence, stage=wire_stage, remote_ref=remote_ref or ""
     )
@@ -148,7 +148,9 @@ def get(target: Target) -> Call[Lookup]:
 
 def get_operation(operation_id: str) -> Call[Lookup]:
     """Reads a record by operation id."""
-    return Call("GetOperation", pb.GetOperationRequest(operation_id=operation_id), convert.lookup_from_wire, None, False)
+    return Call(
+        "GetOperation", pb.GetOperationRequest(operation_id=operation_id), convert.lookup_from_wire, None, False
+    )
 
 
 def wait(target: Target | None, operation_id: str | None, timeout: float) -> Call[Lookup]:

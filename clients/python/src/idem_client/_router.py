@@ -256,8 +256,10 @@ class Attempts:
         elif failure.kind is Kind.NOT_SENT:
             self._move_on(index)
         elif failure.kind is Kind.NOT_LEADER:
-            moved = self.routed and failure.leader_addr is not None and self.router.redirect(
-                self.tenant, failure.leader_addr, node
+            moved = (
+                self.routed
+                and failure.leader_addr is not None
+                and self.router.redirect(self.tenant, failure.leader_addr, node)
             )
             if moved:
                 wait = 0.0

@@ -117,15 +117,21 @@ class AsyncClient:
         """Owner: ``record_external_call(…, Stage.REMOTE_CONFIRMED, remote_ref)``."""
         return await self.record_external_call(target, fence, Stage.REMOTE_CONFIRMED, remote_ref)
 
-    async def renew(self, target: Target, fence: int, lease: float | None = None, *, timeout: float | None = None) -> Record:
+    async def renew(
+        self, target: Target, fence: int, lease: float | None = None, *, timeout: float | None = None
+    ) -> Record:
         """Owner: extends the lease to now + `lease` seconds (default: the record's)."""
         return await self._run(_calls.renew(target, fence, lease), timeout)
 
-    async def complete(self, target: Target, fence: int, result: StoredResult, *, timeout: float | None = None) -> Record:
+    async def complete(
+        self, target: Target, fence: int, result: StoredResult, *, timeout: float | None = None
+    ) -> Record:
         """Owner: stores the result; the record becomes COMPLETED and is replayed."""
         return await self._run(_calls.complete(target, fence, result), timeout)
 
-    async def fail(self, target: Target, fence: int, error: ErrorSummary, *, retryable: bool, timeout: float | None = None) -> Record:
+    async def fail(
+        self, target: Target, fence: int, error: ErrorSummary, *, retryable: bool, timeout: float | None = None
+    ) -> Record:
         """Owner: records a failure, retryable (the next claim takes over) or terminal."""
         return await self._run(_calls.fail(target, fence, error, retryable), timeout)
 

@@ -145,7 +145,9 @@ class Client:
         """Owner: stores the result; the record becomes COMPLETED and is replayed."""
         return self._run(_calls.complete(target, fence, result), timeout)
 
-    def fail(self, target: Target, fence: int, error: ErrorSummary, *, retryable: bool, timeout: float | None = None) -> Record:
+    def fail(
+        self, target: Target, fence: int, error: ErrorSummary, *, retryable: bool, timeout: float | None = None
+    ) -> Record:
         """Owner: records a failure, retryable (the next claim takes over) or terminal."""
         return self._run(_calls.fail(target, fence, error, retryable), timeout)
 

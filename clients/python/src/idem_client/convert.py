@@ -57,9 +57,7 @@ def optional_stage(value: int) -> Stage | None:
 
 def scope_to_wire(scope: Scope) -> pb.Scope:
     """The wire scope."""
-    return pb.Scope(
-        tenant=scope.tenant, environment=scope.environment, actor=scope.actor, endpoint=scope.endpoint
-    )
+    return pb.Scope(tenant=scope.tenant, environment=scope.environment, actor=scope.actor, endpoint=scope.endpoint)
 
 
 def scope_from_wire(scope: pb.Scope) -> Scope:

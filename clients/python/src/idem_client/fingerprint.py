@@ -90,8 +90,12 @@ class CanonicalRequest:
 
     def canonical_bytes(self, max_bytes: int = MAX_BYTES) -> bytes:
         """The RFC 8785 canonical JSON of this request."""
-        if not (1 <= len(self.method) <= MAX_METHOD and self.method.isascii() and self.method.isalpha()
-                and self.method.isupper()):
+        if not (
+            1 <= len(self.method) <= MAX_METHOD
+            and self.method.isascii()
+            and self.method.isalpha()
+            and self.method.isupper()
+        ):
             raise FingerprintError(f"method {self.method[:64]!r} must be 1 to 16 upper-case letters A-Z")
         if not 1 <= len(self.route.encode()) <= MAX_ROUTE:
             raise FingerprintError(f"route must be 1 to {MAX_ROUTE} bytes")

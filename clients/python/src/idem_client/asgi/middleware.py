@@ -109,6 +109,7 @@ class IdempotencyMiddleware:
         self.route = route or starlette_route
 
     async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
+        """Protects a covered request (see the module table); passes anything else through."""
         if scope["type"] != "http" or scope["method"] not in self.methods:
             await self.app(scope, receive, send)
             return
@@ -118,8 +119,16 @@ class IdempotencyMiddleware:
         values = [v for k, v in scope.get("headers", []) if k.lower() == HEADER]
         if not values:
             if policy.required:
-                await respond(send, Problem(400, "missing-key", "Idempotency-Key is required",
-                                            "send an Idempotency-Key header on this route", "MISSING_KEY"))
+                await respond(
+                    send,
+                    Problem(
+                        400,
+                        "missing-key",
+                        "Idempotency-Key is required",
+                        "send an Idempotency-Key header on this route",
+                        "MISSING_KEY",
+                    ),
+                )
             else:
                 await self.app(scope, receive, send)
             return
@@ -130,8 +139,16 @@ class IdempotencyMiddleware:
             return
         body = await read_body(receive)
         if body is None:
-            await respond(send, Problem(413, "body-too-large", "Request body too large",
-                                        f"bodies above {MAX_BODY} bytes are not accepted", "BODY_TOO_LARGE"))
+            await respond(
+                send,
+                Problem(
+                    413,
+                    "body-too-large",
+                    "Request body too large",
+                    f"bodies above {MAX_BODY} bytes are not accepted",
+                    "BODY_TOO_LARGE",
+                ),
+            )
             return
         target = Target(Scope(self._tenant(scope), self.environment, self._actor(scope), endpoint), key)
         request = CanonicalRequest(
@@ -413,20 +430,39 @@ async def respond(send: Send, problem: Problem) -> None:
 
 def in_progress(retry_after: float | None) -> Problem:
     """409: another request with this key is being processed."""
-    return Problem(409, "in-flight", "A request with this key is in progress",
-                   "retry after the first request finished", "IN_PROGRESS", retry_after=retry_after or 1.0)
+    return Problem(
+        409,
+        "in-flight",
+        "A request with this key is in progress",
+        "retry after the first request finished",
+        "IN_PROGRESS",
+        retry_after=retry_after or 1.0,
+    )
 
 
 def failed_problem(state: State, error: ErrorSummary | None) -> Problem:
     """The replay of a failed or cancelled operation."""
     if state is State.CANCELLED or error is None:
-        return Problem(409, "cancelled", "The operation was cancelled",
-                       "a request with this key was cancelled", "CANCELLED", headers=[REPLAYED])
+        return Problem(
+            409,
+            "cancelled",
+            "The operation was cancelled",
+            "a request with this key was cancelled",
+            "CANCELLED",
+            headers=[REPLAYED],
+        )
     status = 400
     if error.code.startswith("http_") and error.code[5:].isdigit():
         status = int(error.code[5:])
-    return Problem(status, "replayed-failure", "The first request with this key failed", error.message or error.code,
-                   "FAILED", extra={"code": error.code}, headers=[REPLAYED])
+    return Problem(
+        status,
+        "replayed-failure",
+        "The first request with this key failed",
+        error.message or error.code,
+        "FAILED",
+        extra={"code": error.code},
+        headers=[REPLAYED],
+    )
 
 
 def refusal(claim: Claim, policy: IdempotencyPolicy) -> Problem:
@@ -439,17 +475,32 @@ def refusal_of(outcome: ClaimOutcome, policy: IdempotencyPolicy, claim: Claim | 
     if outcome is ClaimOutcome.IN_PROGRESS:
         return in_progress(claim.retry_after if claim else None)
     if outcome is ClaimOutcome.FINGERPRINT_MISMATCH:
-        return Problem(422, "fingerprint-mismatch", "Idempotency-Key reused for another request",
-                       "this key was used with a different request", "FINGERPRINT_MISMATCH")
+        return Problem(
+            422,
+            "fingerprint-mismatch",
+            "Idempotency-Key reused for another request",
+            "this key was used with a different request",
+            "FINGERPRINT_MISMATCH",
+        )
     if outcome is ClaimOutcome.FINGERPRINT_UNVERIFIABLE:
         algorithm = (claim.required_algorithm if claim else None) or ""
-        return Problem(422, "fingerprint-unverifiable", "The request cannot be compared",
-                       f"this key's request was fingerprinted with {algorithm}", "FINGERPRINT_UNVERIFIABLE",
-                       extra={"required_algorithm": algorithm})
+        return Problem(
+            422,
+            "fingerprint-unverifiable",
+            "The request cannot be compared",
+            f"this key's request was fingerprinted with {algorithm}",
+            "FINGERPRINT_UNVERIFIABLE",
+            extra={"required_algorithm": algorithm},
+        )
     status = policy.reconciliation_status
-    return Problem(status, "needs-reconciliation", "The outcome of this request is being reconciled",
-                   "an operator is deciding the outcome of the first request", "NEEDS_RECONCILIATION",
-                   retry_after=UNAVAILABLE_RETRY if status == 503 else None)
+    return Problem(
+        status,
+        "needs-reconciliation",
+        "The outcome of this request is being reconciled",
+        "an operator is deciding the outcome of the first request",
+        "NEEDS_RECONCILIATION",
+        retry_after=UNAVAILABLE_RETRY if status == 503 else None,
+    )
 
 
 def store_problem(error: errors.IdemError) -> Problem:
@@ -459,14 +510,32 @@ def store_problem(error: errors.IdemError) -> Problem:
     if isinstance(error, errors.InvalidArgument):
         return Problem(400, "invalid-request", "The request cannot be protected", error.message, error.reason)
     if isinstance(error, errors.RegionFailover):
-        return Problem(503, "region-failover", "The home region is failing over", "retry later", error.reason,
-                       retry_after=error.retry_after or UNAVAILABLE_RETRY)
+        return Problem(
+            503,
+            "region-failover",
+            "The home region is failing over",
+            "retry later",
+            error.reason,
+            retry_after=error.retry_after or UNAVAILABLE_RETRY,
+        )
     if isinstance(error, errors.RateLimited):
-        return Problem(429, "rate-limited", "Too many requests", "retry later", error.reason,
-                       retry_after=error.retry_after or UNAVAILABLE_RETRY)
+        return Problem(
+            429,
+            "rate-limited",
+            "Too many requests",
+            "retry later",
+            error.reason,
+            retry_after=error.retry_after or UNAVAILABLE_RETRY,
+        )
     log.warning("idempotency store failed: %s", error.reason)
-    return Problem(503, "store-unavailable", "The idempotency store is unavailable", "retry later", error.reason,
-                   retry_after=error.retry_after or UNAVAILABLE_RETRY)
+    return Problem(
+        503,
+        "store-unavailable",
+        "The idempotency store is unavailable",
+        "retry later",
+        error.reason,
+        retry_after=error.retry_after or UNAVAILABLE_RETRY,
+    )
 
 
 async def read_body(receive: Receive) -> bytes | None:
@@ -514,4 +583,3 @@ def starlette_route(scope: ASGIScope) -> tuple[str, dict[str, str]]:
             params = {k: str(v) for k, v in child.get("path_params", {}).items()}
             return path, params
     return scope.get("path", "/") or "/", {}
-
