@@ -5,6 +5,7 @@
 #   libclang-dev     bindgen, for the RocksDB binding
 #   iproute2 iptables libfaketime   the jepsen harness (namespaces, partitions, clock skew)
 #   fonts-dejavu-core               labels in the jepsen plots
+#   fuse3            fusermount3, for idem-faultfs (FUSE without libfuse headers; /dev/fuse too)
 #   etcd-server etcd-client         only with --bench: the store `make bench` compares against
 #   --python                        the Python client's virtual environment (clients/python/scripts/venv.sh)
 #
@@ -17,7 +18,7 @@ if [[ "${1:-}" == --python ]]; then
   exec "$(dirname "$0")/../clients/python/scripts/venv.sh"
 fi
 
-packages=(librocksdb-dev libclang-dev iproute2 iptables libfaketime fonts-dejavu-core)
+packages=(librocksdb-dev libclang-dev iproute2 iptables libfaketime fonts-dejavu-core fuse3)
 if [[ "${1:-}" == --bench ]]; then
   packages+=(etcd-server etcd-client)
 fi
