@@ -49,8 +49,11 @@ async def post(app: FastAPI, key: str, body: dict[str, Any]) -> httpx.Response:
         return await http.post("/v1/charges", json=body, headers={"Idempotency-Key": f'"{key}"'})
 
 
-async def later(delay: float, request: Awaitable[httpx.Response]) -> httpx.Response:
-    await asyncio.sleep(delay)
+async def once_running(calls: list[dict[str, Any]], request: Awaitable[httpx.Response]) -> httpx.Response:
+    """Sends `request` once the handler is running for the first one (so the order is sure)."""
+    runs = len(calls)
+    while len(calls) == runs:
+        await asyncio.sleep(0.01)
     return await request
 
 
@@ -59,7 +62,7 @@ async def test_fastapi_retry_and_concurrent_duplicate(node: Node) -> None:
     app = fastapi_app(node, IdempotencyPolicy(), calls)
     key = uuid.uuid4().hex
     first, duplicate = await asyncio.gather(
-        post(app, key, {"amount": 10, "sleep": 0.5}), later(0.1, post(app, key, {"amount": 10, "sleep": 0.5}))
+        post(app, key, {"amount": 10, "sleep": 0.5}), once_running(calls, post(app, key, {"amount": 10, "sleep": 0.5}))
     )
     assert first.status_code == 200 and first.json() == {"id": "ch_1", "amount": 10}
     assert duplicate.status_code == 409 and int(duplicate.headers["retry-after"]) >= 1
@@ -73,7 +76,7 @@ async def test_fastapi_retry_and_concurrent_duplicate(node: Node) -> None:
     held = fastapi_app(node, IdempotencyPolicy(wait_budget=5), calls)
     key = uuid.uuid4().hex
     first, duplicate = await asyncio.gather(
-        post(held, key, {"amount": 3, "sleep": 0.5}), later(0.1, post(held, key, {"amount": 3, "sleep": 0.5}))
+        post(held, key, {"amount": 3, "sleep": 0.5}), once_running(calls, post(held, key, {"amount": 3, "sleep": 0.5}))
     )
     assert first.status_code == duplicate.status_code == 200
     assert "idempotent-replayed" not in first.headers and duplicate.headers["idempotent-replayed"] == "true"
@@ -98,11 +101,11 @@ async def test_takeover_after_a_crash_during_the_call(node: Node) -> None:
 
 async def test_lease_is_renewed_while_the_handler_runs(node: Node) -> None:
     calls: list[dict[str, Any]] = []
-    app = fastapi_app(node, IdempotencyPolicy(lease=0.3), calls)
+    app = fastapi_app(node, IdempotencyPolicy(lease=0.6), calls)
     key = uuid.uuid4().hex
-    slow = asyncio.create_task(post(app, key, {"amount": 1, "sleep": 1.2}))
-    await asyncio.sleep(0.8)  # well past the first lease
-    duplicate = await post(app, key, {"amount": 1, "sleep": 1.2})
+    slow = asyncio.create_task(post(app, key, {"amount": 1, "sleep": 2.0}))
+    await asyncio.sleep(1.4)  # more than twice the first lease
+    duplicate = await post(app, key, {"amount": 1, "sleep": 2.0})
     assert duplicate.status_code == 409, "the renewed lease is still live: no takeover"
     assert (await slow).status_code == 200
     assert len(calls) == 1
