@@ -13,7 +13,7 @@ import pytest
 from fastapi import FastAPI, Request
 
 from conftest import FAST
-from idem_client import AsyncClient, CanonicalRequest, Risk, Scope, Stage, State, Target
+from idem_client import AsyncClient, CanonicalRequest, Risk, Scope, Stage, State, StoredResult, Target
 from idem_client.asgi import IdempotencyMiddleware, IdempotencyPolicy, MalformedKey, parse_key
 from support import Node
 
@@ -69,7 +69,7 @@ async def test_fastapi_retry_and_concurrent_duplicate(node: Node) -> None:
     assert duplicate.json()["type"] == "urn:idem:problem:in-flight"
     retry = await post(app, key, {"amount": 10, "sleep": 0.5})
     assert retry.status_code == 200 and retry.headers["idempotent-replayed"] == "true"
-    assert retry.json() == {"id": "ch_1"}
+    assert retry.json()["id"] == "ch_1" and "amount" not in retry.json(), "only the resource is replayed"
     assert len(calls) == 1
 
     # With a wait budget the duplicate is held and answered as the first request was.
@@ -80,7 +80,7 @@ async def test_fastapi_retry_and_concurrent_duplicate(node: Node) -> None:
     )
     assert first.status_code == duplicate.status_code == 200
     assert "idempotent-replayed" not in first.headers and duplicate.headers["idempotent-replayed"] == "true"
-    assert duplicate.json() == {"id": "ch_2"}
+    assert duplicate.json()["id"] == "ch_2"
     assert len(calls) == 2
 
 
@@ -190,3 +190,63 @@ async def test_cancelled_request_releases_unless_a_call_began(node: Node) -> Non
                 await task
             record = (await client.get(Target(Scope("acme", "test", "anonymous", f"POST {path}"), key))).record
             assert record.state is state and (record.lease is not None) == leased, path
+
+
+async def test_handler_names_its_resource_and_failure(node: Node) -> None:
+    """``set_resource`` / ``set_failure`` decide what is stored; ``render`` re-renders a replay.
+    The stored form is idem-http's (``hdr.`` headers, ``http-<status>.<code>`` failures)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request as StarletteRequest
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def create(request: StarletteRequest) -> JSONResponse:
+        body = await request.json()
+        handle = request.state.idempotency
+        if body["amount"] < 0:
+            handle.set_failure("negative_amount", "amount must be positive")
+            return JSONResponse({"error": "negative"}, status_code=422)
+        handle.set_resource("ch_9", "v3", last4="4242")
+        return JSONResponse({"id": "ignored", "secret": "s3cr3t"}, status_code=201, headers={"Location": "/c/ch_9"})
+
+    async def render(result: StoredResult, operation_id: str) -> tuple[bytes, str]:
+        return f"{result.resource_id}@{result.resource_version}".encode(), "text/plain"
+
+    async with AsyncClient([node.endpoint], options=FAST) as client:
+        for policy, expected in ((IdempotencyPolicy(), None), (IdempotencyPolicy(render=render), b"ch_9@v3")):
+            app = Starlette(routes=[Route("/c", create, methods=["POST"])])
+            app.add_middleware(IdempotencyMiddleware, client=client, tenant="acme", environment="test", policy=policy)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+                key, bad = uuid.uuid4().hex, uuid.uuid4().hex
+                for _ in range(2):
+                    ok = await http.post("/c", json={"amount": 1}, headers={"Idempotency-Key": f'"{key}"'})
+                    no = await http.post("/c", json={"amount": -1}, headers={"Idempotency-Key": f'"{bad}"'})
+            assert ok.status_code == 201 and ok.headers["location"] == "/c/ch_9"
+            if expected is None:
+                assert ok.json()["id"] == "ch_9" and ok.json()["version"] == "v3" and ok.json()["last4"] == "4242"
+                assert "secret" not in ok.text and ok.json()["operation_id"]
+            else:
+                assert ok.content == expected and ok.headers["content-type"] == "text/plain"
+            assert no.status_code == 422 and no.headers["idempotent-replayed"] == "true"
+            assert no.json()["detail"] == "negative_amount: amount must be positive"
+            endpoint = Target(Scope("acme", "test", "anonymous", "POST /c"), key)
+            record = (await client.get(endpoint)).record
+            assert record.result is not None and record.result.fields == {"last4": "4242", "hdr.location": "/c/ch_9"}
+            failed = (await client.get(Target(endpoint.scope, bad))).record
+            assert failed.error is not None and failed.error.code == "http-422.negative_amount"
+
+
+def test_failures_stored_by_other_writers_replay_as_422() -> None:
+    from idem_client import ErrorSummary
+    from idem_client.asgi.replay import parse_failure
+
+    assert parse_failure(ErrorSummary("http-404.error")) == (404, replay_failure("error"))
+    assert parse_failure(ErrorSummary("card_declined", "no")) == (422, replay_failure("card_declined", "no"))
+    assert parse_failure(ErrorSummary("http-999.x"))[0] == 422
+
+
+def replay_failure(code: str, message: str = "") -> object:
+    from idem_client.asgi.replay import Failure
+
+    return Failure(code, message)

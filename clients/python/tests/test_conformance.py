@@ -107,6 +107,9 @@ def check(response: httpx.Response, expect: dict[str, Any], where: str) -> None:
         assert document["status"] == response.status_code and document["title"] and document["reason"]
     if "json" in expect:
         assert response.json() == expect["json"], f"{where}: {response.text}"
+    if "json_includes" in expect:
+        document = response.json()
+        assert {k: document.get(k) for k in expect["json_includes"]} == expect["json_includes"], f"{where}: {document}"
 
 
 async def play_step(http: httpx.AsyncClient, step: dict[str, Any], keys: dict[str, str], where: str) -> None:

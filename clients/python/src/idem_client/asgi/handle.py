@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..aio import AsyncClient
 from ..types import Claim, Record, Stage
+from .replay import Failure, Resource
 
 
 class IdempotencyHandle:
@@ -23,6 +24,20 @@ class IdempotencyHandle:
         """The claim that gave this request the record."""
         self.stage = claim.stage
         """The ledger stage as last written by this request."""
+        self.resource: Resource | None = None
+        """Set with :meth:`set_resource`: what a replay of a success is rendered from."""
+        self.failure: Failure | None = None
+        """Set with :meth:`set_failure`: the code and message of a terminal 4xx, replayed."""
+
+    def set_resource(self, resource_id: str, version: str = "", **fields: str) -> None:
+        """Names the resource this request's success refers to, and a few stable fields (names
+        ``[A-Za-z0-9._-]``, short values): stored instead of what the JSON body's ``id`` gives."""
+        self.resource = Resource(resource_id, version, dict(fields))
+
+    def set_failure(self, code: str, message: str = "") -> None:
+        """The stable code (``[A-Za-z0-9._-]``) and a message free of personal data of this
+        request's terminal 4xx answer, replayed to retries (default code ``error``)."""
+        self.failure = Failure(code, message)
 
     @property
     def operation_id(self) -> str:

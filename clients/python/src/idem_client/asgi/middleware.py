@@ -15,9 +15,9 @@ first request (ACQUIRED, TAKEN_OVER)      the handler runs; its answer is stored
 in flight (IN_PROGRESS)                   held up to ``wait_budget`` (then answered as the
                                           first was), else 409 ``in-flight`` +
                                           ``Retry-After``
-replay (COMPLETED)                        the stored status, headers and body fields, with
-                                          ``Idempotent-Replayed: true``
-replayed failure (terminal 4xx)           its status, 4xx ``replayed-failure``, replayed
+replay (COMPLETED)                        the stored status and headers, the body rendered from
+                                          the stored resource, ``Idempotent-Replayed: true``
+replayed failure (terminal 4xx)           its status, ``replayed-failure``, replayed
 cancelled                                 409 ``cancelled``
 other request, same key (MISMATCH)        422 ``fingerprint-mismatch``
 FINGERPRINT_UNVERIFIABLE                  422 ``fingerprint-unverifiable`` (algorithm named)
@@ -30,8 +30,8 @@ rate limited                              429 ``rate-limited`` + ``Retry-After``
 The handler's answer decides the record: 2xx and 3xx (and ``complete_statuses``) complete it;
 429, 5xx and an exception fail it retryable (the next retry runs again); other 4xx fail it for
 good (replayed). The response is held until the record is written, so a retry sent the moment
-the response arrives is a replay, never a 409. What is stored is bounded and chosen
-(``replay_headers``, ``body_fields``): never the whole body.
+the response arrives is a replay, never a 409. What is stored is bounded and chosen (see
+:mod:`.replay`): never the whole body.
 
 The fingerprint is the request's method, route template, path parameters, decoded query and
 JSON body, sent as a ``CanonicalRequest`` for the server to hash. Keys are never logged, only a
@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -56,6 +55,7 @@ from .handle import IdempotencyHandle
 from .key_header import MalformedKey, parse_key
 from .policy import IdempotencyPolicy
 from .problem import Problem
+from .replay import Response, capture, failed_problem, failure_summary, replay
 
 ASGIScope = dict[str, Any]
 Message = dict[str, Any]
@@ -67,11 +67,8 @@ RouteResolver = Callable[[ASGIScope], tuple[str, dict[str, str]]]
 log = logging.getLogger("idem_client.asgi")
 
 HEADER = b"idempotency-key"
-REPLAYED = (b"idempotent-replayed", b"true")
 MAX_BODY = 1 << 20
 """Largest request body fingerprinted (idem's default limit)."""
-MAX_FIELD = 1024
-"""Longest stored field value (idem's limit)."""
 UNAVAILABLE_RETRY = 1.0
 """``Retry-After`` for a store that could not be reached, in seconds."""
 
@@ -229,7 +226,7 @@ class Exchange:
         if outcome.owns:
             await self._run_handler(claim)
         elif outcome is ClaimOutcome.COMPLETED and claim.result is not None:
-            await replay(self.send, claim.result, self.policy)
+            await replay(self.send, claim.result, claim.operation_id, self.policy.render)
         elif outcome is ClaimOutcome.FAILED:
             await respond(self.send, failed_problem(claim.state, claim.error))
         else:
@@ -239,7 +236,7 @@ class Exchange:
         """Answers a duplicate after waiting: as the first request was answered, or 409."""
         record = lookup.record
         if record.state is State.COMPLETED and record.result is not None:
-            await replay(self.send, record.result, self.policy)
+            await replay(self.send, record.result, record.operation_id, self.policy.render)
         elif record.state in (State.TERMINAL_FAILURE, State.CANCELLED):
             await respond(self.send, failed_problem(record.state, record.error))
         elif lookup.outcome is ClaimOutcome.NEEDS_RECONCILIATION:
@@ -266,16 +263,18 @@ class Exchange:
         if captured.status is None:
             await self._finish(handle, ("fail", ErrorSummary("no_response"), True))
             raise RuntimeError("the application returned without a response")
-        await self._finish(handle, self._decision(captured))
+        await self._finish(handle, self._decision(captured, handle))
         await captured.replay_to(self.send)
 
-    def _decision(self, captured: Captured) -> tuple[str, Any, bool]:
+    def _decision(self, captured: Captured, handle: IdempotencyHandle) -> tuple[str, Any, bool]:
         status = captured.status or 500
         if status < 400 or status in self.policy.complete_statuses:
-            return "complete", stored_result(captured, self.policy), False
+            p = self.policy
+            result = capture(captured.response(), handle.resource, p.replay_headers, p.body_fields, p.resource_id_field)
+            return "complete", result, False
         if status == 429 or status >= 500:
-            return "fail", ErrorSummary(f"http_{status}"), True
-        return "fail", ErrorSummary(f"http_{status}", captured.reason_phrase()), False
+            return "fail", ErrorSummary(f"http-{status}.error"), True
+        return "fail", failure_summary(status, handle.failure), False
 
     async def _finish(self, handle: IdempotencyHandle, decision: tuple[str, Any, bool]) -> None:
         """Writes the handler's outcome; a failure to write is logged, the response still goes
@@ -286,8 +285,8 @@ class Exchange:
                 try:
                     await self.m.client.complete(self.target, handle.fence, argument)
                 except (errors.ResultTooLarge, errors.InvalidResult):
-                    # The chosen headers or members do not fit: store the status and id only.
-                    bare = StoredResult(argument.status_code, resource_id=argument.resource_id)
+                    # The chosen headers or fields do not fit: store the status and resource only.
+                    bare = StoredResult(argument.status_code, argument.resource_id, argument.resource_version)
                     await self.m.client.complete(self.target, handle.fence, bare)
             else:
                 await self.m.client.fail(self.target, handle.fence, argument, retryable=retryable)
@@ -342,18 +341,9 @@ class Captured:
         """The whole response body."""
         return b"".join(self.chunks)
 
-    def header(self, name: bytes) -> bytes | None:
-        """The first value of header `name`."""
-        return next((v for k, v in self.headers if k.lower() == name), None)
-
-    def reason_phrase(self) -> str:
-        """The standard phrase of the status, e.g. ``Not Found``."""
-        from http import HTTPStatus
-
-        try:
-            return HTTPStatus(self.status or 500).phrase
-        except ValueError:
-            return ""
+    def response(self) -> Response:
+        """The captured answer."""
+        return Response(self.status or 500, self.headers, self.body())
 
     async def replay_to(self, send: Send) -> None:
         """Sends the held response as the handler produced it."""
@@ -361,65 +351,6 @@ class Captured:
         await send({"type": "http.response.body", "body": self.body(), "more_body": False})
         for message in self.trailers:
             await send(message)
-
-
-def stored_result(captured: Captured, policy: IdempotencyPolicy) -> StoredResult:
-    """The replay of a successful answer: status, chosen headers, chosen JSON body members."""
-    fields: dict[str, str] = {}
-    for name in policy.replay_headers:
-        value = captured.header(name.encode())
-        if value is not None and len(value) <= MAX_FIELD:
-            fields[f"header.{name}"] = value.decode("latin-1")
-    resource_id = ""
-    document = json_object(captured)
-    for name in policy.body_fields:
-        if name in document and valid_field_name(name):
-            text = json.dumps(document[name], separators=(",", ":"), ensure_ascii=False)
-            if len(text.encode()) <= MAX_FIELD:
-                fields[f"body.{name}"] = text
-    member = document.get(policy.resource_id_field)
-    if isinstance(member, (str, int)) and not isinstance(member, bool):
-        resource_id = str(member)[:255]
-    return StoredResult(captured.status or 200, resource_id=resource_id, fields=fields)
-
-
-def json_object(captured: Captured) -> dict[str, Any]:
-    """The response body as a JSON object, or empty when it is not one."""
-    content_type = (captured.header(b"content-type") or b"").decode("latin-1")
-    if "json" not in content_type:
-        return {}
-    try:
-        document = json.loads(captured.body())
-    except ValueError:
-        return {}
-    return document if isinstance(document, dict) else {}
-
-
-def valid_field_name(name: str) -> bool:
-    """True when ``body.<name>`` is a valid stored field name."""
-    return 0 < len(name) <= 58 and all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
-
-
-async def replay(send: Send, result: StoredResult, policy: IdempotencyPolicy) -> None:
-    """Answers with a stored result and ``Idempotent-Replayed: true``."""
-    headers = [REPLAYED]
-    document: dict[str, Any] = {}
-    for name, value in sorted(result.fields.items()):
-        if name.startswith("header.") and name != "header.content-type":
-            headers.append((name.removeprefix("header.").encode(), value.encode("latin-1")))
-        elif name.startswith("body."):
-            try:
-                document[name.removeprefix("body.")] = json.loads(value)
-            except ValueError:  # stored by another writer as plain text
-                document[name.removeprefix("body.")] = value
-    body = b""
-    if document and result.status_code not in (204, 304):
-        body = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
-        content_type = result.fields.get("header.content-type", "application/json")
-        headers.append((b"content-type", content_type.encode("latin-1")))
-    headers.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": result.status_code, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 async def respond(send: Send, problem: Problem) -> None:
@@ -437,31 +368,6 @@ def in_progress(retry_after: float | None) -> Problem:
         "retry after the first request finished",
         "IN_PROGRESS",
         retry_after=retry_after or 1.0,
-    )
-
-
-def failed_problem(state: State, error: ErrorSummary | None) -> Problem:
-    """The replay of a failed or cancelled operation."""
-    if state is State.CANCELLED or error is None:
-        return Problem(
-            409,
-            "cancelled",
-            "The operation was cancelled",
-            "a request with this key was cancelled",
-            "CANCELLED",
-            headers=[REPLAYED],
-        )
-    status = 400
-    if error.code.startswith("http_") and error.code[5:].isdigit():
-        status = int(error.code[5:])
-    return Problem(
-        status,
-        "replayed-failure",
-        "The first request with this key failed",
-        error.message or error.code,
-        "FAILED",
-        extra={"code": error.code},
-        headers=[REPLAYED],
     )
 
 

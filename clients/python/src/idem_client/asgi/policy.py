@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..types import Risk
+from .replay import Renderer
 
 
 @dataclass(frozen=True)
@@ -30,11 +31,16 @@ class IdempotencyPolicy:
     """Status answered while a record waits for reconciliation (409, or 503)."""
     complete_statuses: frozenset[int] = frozenset()
     """4xx statuses stored as a result (replayed as is) instead of a terminal failure."""
-    replay_headers: tuple[str, ...] = ("location", "content-type")
-    """Response headers stored and replayed (lower-case names)."""
-    body_fields: tuple[str, ...] = ("id",)
-    """Top-level members of a JSON response body stored and replayed as the replay's body."""
+    replay_headers: tuple[str, ...] = ("location",)
+    """Response headers stored and replayed."""
+    body_fields: tuple[str, ...] = ()
+    """Top-level members of a JSON response body stored as resource fields (unless the
+    handler called ``set_resource``); replayed by the default renderer."""
     resource_id_field: str = "id"
-    """The JSON response member stored as the record's ``resource_id``."""
+    """The JSON response member stored as the resource id (unless ``set_resource``)."""
+    render: Renderer | None = None
+    """Renders a replayed success's body: ``async (result, operation_id) -> (body, content
+    type)``, e.g. the resource read again by id. Default: ``{"id", "version", "operation_id",
+    ...fields}`` as JSON."""
     schema_version: int = 1
     """The request schema version stored in the fingerprint."""
