@@ -1,19 +1,20 @@
 //! Multi-region behaviour of the SDK against tiny in-process nodes (the `Idempotency` rpcs
-//! through `support::fake`, and the generated `Admin` trait): per-tenant routes to the leader of each tenant's group,
+//! through `support::fake`, `Admin` through idem-proto's fake admin): per-tenant routes to the
+//! leader of each tenant's group,
 //! the region preference for new tenants, `REGION_FAILOVER` returned at once with its
 //! retry-after, `WRONG_GROUP` retried, and the typed admin calls for regions and failover.
 
 mod support;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use idem_client::convert::record_to_proto;
 use idem_client::Client;
 use idem_core::placement::Mode;
-use idem_proto::v1::admin_server::{Admin, AdminServer};
+use idem_proto::testing::{admin, sample, AdminFake, FakeAdmin};
 use idem_proto::{reason, status, v1};
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status};
@@ -37,15 +38,11 @@ enum NotLeading {
     Redirect,
 }
 
-/// What every node shares: who leads each tenant's group, and the membership.
+/// What every node shares besides its admin state: who leads each tenant's group.
 #[derive(Default)]
 struct Cluster {
     /// Tenant -> API address of the leader of its group (absent: any node serves it).
     leaders: Mutex<HashMap<String, String>>,
-    /// API address -> region, as Status reports the membership.
-    members: Mutex<Vec<(String, String)>>,
-    /// The cluster configuration the admin calls change.
-    config: Mutex<v1::ClusterConfig>,
 }
 
 impl Cluster {
@@ -59,7 +56,8 @@ impl Cluster {
 
 struct NodeState {
     addr: String,
-    region: String,
+    /// The Admin rpcs (configuration, groups and membership shared with the other nodes).
+    admin: FakeAdmin,
     cluster: Arc<Cluster>,
     not_leading: NotLeading,
     faults: Mutex<VecDeque<Fault>>,
@@ -67,9 +65,6 @@ struct NodeState {
     served: Mutex<Vec<(&'static str, String)>>,
     /// (method, tenant) of every call this node forwarded or redirected.
     passed_on: Mutex<Vec<(&'static str, String)>>,
-    status_calls: AtomicUsize,
-    /// Debug form of every admin request received.
-    admin: Mutex<Vec<String>>,
 }
 
 #[derive(Clone)]
@@ -98,8 +93,12 @@ impl Node {
         self.0.faults.lock().unwrap().extend(faults);
     }
 
-    fn admin_requests(&self) -> Vec<String> {
-        self.0.admin.lock().unwrap().clone()
+    fn status_calls(&self) -> usize {
+        let requests = self.0.admin.requests();
+        requests
+            .iter()
+            .filter(|r| r.starts_with("StatusRequest"))
+            .count()
     }
 
     /// Answers a call about `tenant`: `Ok(None)` served here, `Ok(Some(leader))` served
@@ -153,10 +152,6 @@ impl Node {
                 .insert(reason::LEADER_ADDR_METADATA_KEY, leader.parse().unwrap());
         }
         Ok(response)
-    }
-
-    fn note_admin(&self, request: &impl std::fmt::Debug) {
-        self.0.admin.lock().unwrap().push(format!("{request:?}"));
     }
 }
 
@@ -217,288 +212,47 @@ impl Fake for Node {
     }
 }
 
-type AdminResult<T> = Result<Response<T>, Status>;
-
-#[tonic::async_trait]
-impl Admin for Node {
-    async fn list_operations(
-        &self,
-        _: Request<v1::ListOperationsRequest>,
-    ) -> AdminResult<v1::ListOperationsResponse> {
-        Err(Status::unimplemented("mock"))
+impl AdminFake for Node {
+    fn admin(&self) -> &FakeAdmin {
+        &self.0.admin
     }
 
-    async fn reconcile(
-        &self,
-        _: Request<v1::ReconcileRequest>,
-    ) -> AdminResult<v1::ReconcileResponse> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn purge_subject(
+    /// Routed like the tenant's other calls.
+    fn purge_subject(
         &self,
         request: Request<v1::PurgeSubjectRequest>,
-    ) -> AdminResult<v1::PurgeSubjectResponse> {
+    ) -> impl Future<Output = Result<Response<v1::PurgeSubjectResponse>, Status>> + Send {
         let tenant = request.get_ref().tenant.clone();
         let body = v1::PurgeSubjectResponse {
             records_scrubbed: 3,
         };
-        self.answer("purge", &tenant, body)
-    }
-
-    async fn status(&self, _: Request<v1::StatusRequest>) -> AdminResult<v1::StatusResponse> {
-        self.0.status_calls.fetch_add(1, Ordering::SeqCst);
-        let membership = self
-            .0
-            .cluster
-            .members
-            .lock()
-            .unwrap()
-            .iter()
-            .enumerate()
-            .map(|(i, (addr, region))| v1::Member {
-                id: i as u64 + 1,
-                region: region.clone(),
-                api_addr: addr.clone(),
-                voter: true,
-                ..v1::Member::default()
-            })
-            .collect();
-        Ok(Response::new(v1::StatusResponse {
-            node_id: 1,
-            region: self.0.region.clone(),
-            membership,
-            ..v1::StatusResponse::default()
-        }))
-    }
-
-    async fn list_members(
-        &self,
-        _: Request<v1::ListMembersRequest>,
-    ) -> AdminResult<v1::ListMembersResponse> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn add_member(
-        &self,
-        _: Request<v1::AddMemberRequest>,
-    ) -> AdminResult<v1::AddMemberResponse> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn promote_member(
-        &self,
-        _: Request<v1::PromoteMemberRequest>,
-    ) -> AdminResult<v1::MembersResponse> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn remove_member(
-        &self,
-        _: Request<v1::RemoveMemberRequest>,
-    ) -> AdminResult<v1::MembersResponse> {
-        Err(Status::unimplemented("mock"))
-    }
-
-    async fn transfer_leader(
-        &self,
-        request: Request<v1::TransferLeaderRequest>,
-    ) -> AdminResult<v1::TransferLeaderResponse> {
-        let wire = request.into_inner();
-        self.note_admin(&wire);
-        Ok(Response::new(v1::TransferLeaderResponse {
-            leader_id: wire.to,
-            term: 7,
-        }))
-    }
-
-    async fn get_cluster_config(
-        &self,
-        request: Request<v1::GetClusterConfigRequest>,
-    ) -> AdminResult<v1::ClusterConfig> {
-        self.note_admin(request.get_ref());
-        Ok(Response::new(self.0.cluster.config.lock().unwrap().clone()))
-    }
-
-    async fn set_mode(
-        &self,
-        request: Request<v1::SetModeRequest>,
-    ) -> AdminResult<v1::ClusterConfig> {
-        let wire = request.into_inner();
-        self.note_admin(&wire);
-        let mut config = self.0.cluster.config.lock().unwrap();
-        if wire.mode == v1::Mode::Global as i32 && !config.homes.is_empty() {
-            return Err(status::error(
-                reason::PLACEMENT_CONFLICT,
-                "1 tenant(s) have a home region; unbind them before switching to global mode",
-                [],
-            ));
-        }
-        if config.mode != wire.mode {
-            config.mode = wire.mode;
-            config.version += 1;
-        }
-        Ok(Response::new(config.clone()))
-    }
-
-    async fn add_region(
-        &self,
-        request: Request<v1::AddRegionRequest>,
-    ) -> AdminResult<v1::ClusterConfig> {
-        let wire = request.into_inner();
-        self.note_admin(&wire);
-        let mut config = self.0.cluster.config.lock().unwrap();
-        if !config.regions.iter().any(|r| r.name == wire.name) {
-            let group = config.regions.len() as u64 + 1;
-            config.regions.push(v1::Region {
-                name: wire.name,
-                group,
-            });
-            config.version += 1;
-        }
-        Ok(Response::new(config.clone()))
-    }
-
-    async fn bind_tenant(
-        &self,
-        request: Request<v1::BindTenantRequest>,
-    ) -> AdminResult<v1::ClusterConfig> {
-        let wire = request.into_inner();
-        self.note_admin(&wire);
-        let mut config = self.0.cluster.config.lock().unwrap();
-        if !config.regions.iter().any(|r| r.name == wire.region) {
-            return Err(status::error(
-                reason::UNKNOWN_REGION,
-                format!("no region named {}", wire.region),
-                [],
-            ));
-        }
-        config.homes.retain(|h| h.tenant != wire.tenant);
-        config.homes.push(v1::TenantHome {
-            tenant: wire.tenant,
-            region: wire.region,
-        });
-        config.version += 1;
-        Ok(Response::new(config.clone()))
-    }
-
-    async fn unbind_tenant(
-        &self,
-        request: Request<v1::UnbindTenantRequest>,
-    ) -> AdminResult<v1::ClusterConfig> {
-        let wire = request.into_inner();
-        self.note_admin(&wire);
-        let mut config = self.0.cluster.config.lock().unwrap();
-        config.homes.retain(|h| h.tenant != wire.tenant);
-        config.version += 1;
-        Ok(Response::new(config.clone()))
-    }
-
-    async fn list_groups(
-        &self,
-        request: Request<v1::ListGroupsRequest>,
-    ) -> AdminResult<v1::ListGroupsResponse> {
-        self.note_admin(request.get_ref());
-        let config = self.0.cluster.config.lock().unwrap().clone();
-        Ok(Response::new(v1::ListGroupsResponse {
-            groups: vec![
-                v1::GroupStatus {
-                    group: 0,
-                    leader_id: 1,
-                    leader_region: "eu-west".into(),
-                    leader_home: true,
-                    term: 3,
-                    commit_index: 40,
-                    applied_index: 40,
-                    ..v1::GroupStatus::default()
-                },
-                v1::GroupStatus {
-                    group: 1,
-                    region: "eu-west".into(),
-                    home: "eu-west".into(),
-                    leader_id: 4,
-                    leader_region: "us-east".into(),
-                    leader_home: false,
-                    term: 5,
-                    commit_index: 12,
-                    applied_index: 11,
-                    failover: Some(v1::Failover {
-                        active: true,
-                        epoch: 2,
-                        since_ms: 1_700_000_000_000,
-                        leader_id: 4,
-                        leader_region: "us-east".into(),
-                    }),
-                    tenants: vec!["acme".into()],
-                },
-            ],
-            node_id: 2,
-            region: self.0.region.clone(),
-            config: Some(config),
-        }))
-    }
-
-    async fn confirm_failover(
-        &self,
-        request: Request<v1::ConfirmFailoverRequest>,
-    ) -> AdminResult<v1::GroupStatus> {
-        let wire = request.into_inner();
-        self.note_admin(&wire);
-        if wire.group != 1 {
-            return Err(status::error(
-                reason::NOT_IN_FAILOVER,
-                "the group is not in failover",
-                [],
-            ));
-        }
-        Ok(Response::new(v1::GroupStatus {
-            group: 1,
-            region: "eu-west".into(),
-            home: wire.new_home,
-            leader_id: 4,
-            leader_region: "us-east".into(),
-            leader_home: true,
-            failover: Some(v1::Failover {
-                active: false,
-                epoch: 3,
-                ..v1::Failover::default()
-            }),
-            tenants: vec!["acme".into()],
-            ..v1::GroupStatus::default()
-        }))
+        std::future::ready(self.answer("purge", &tenant, body))
     }
 }
 
-/// Starts `n` nodes in `regions[i]`, sharing one cluster view; all in the membership.
+/// Starts `n` nodes in `regions[i]` (ids 1, 2, ...), sharing one cluster view; all in the
+/// membership.
 async fn nodes(regions: &[&str], not_leading: NotLeading) -> (Arc<Cluster>, Vec<(Node, String)>) {
     let cluster = Arc::new(Cluster::default());
-    *cluster.config.lock().unwrap() = v1::ClusterConfig {
-        mode: v1::Mode::Global as i32,
-        ..v1::ClusterConfig::default()
-    };
+    let first = FakeAdmin::new(1, regions[0]);
     let mut started = Vec::new();
-    for region in regions {
+    for (id, region) in (1..).zip(regions) {
         let (listener, addr) = listener().await;
+        let admin = first.peer(id, region);
+        admin.edit_members(|m| m.push(sample::member(id, region, &addr)));
         let node = Node(Arc::new(NodeState {
             addr: addr.clone(),
-            region: (*region).to_owned(),
+            admin,
             cluster: Arc::clone(&cluster),
             not_leading,
             faults: Mutex::new(VecDeque::new()),
             served: Mutex::new(Vec::new()),
             passed_on: Mutex::new(Vec::new()),
-            status_calls: AtomicUsize::new(0),
-            admin: Mutex::new(Vec::new()),
         }));
-        cluster
-            .members
-            .lock()
-            .unwrap()
-            .push((addr.clone(), (*region).to_owned()));
         tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(fake::service(node.clone()))
-                .add_service(AdminServer::new(node.clone()))
+                .add_service(admin::service(node.clone()))
                 .serve_with_incoming(TcpListenerStream::new(listener)),
         );
         started.push((node, addr));
@@ -676,10 +430,7 @@ async fn a_new_tenant_starts_in_the_client_region() {
 
     // The regions were asked once, from one node.
     client.claim(claim("initech")).await.unwrap();
-    let asked: usize = [&a, &b, &c]
-        .iter()
-        .map(|n| n.0.status_calls.load(Ordering::SeqCst))
-        .sum();
+    let asked: usize = [&a, &b, &c].iter().map(|n| n.status_calls()).sum();
     assert!((1..=3).contains(&asked), "{asked}");
     let regions: BTreeMap<String, String> = client.endpoint_regions().into_iter().collect();
     assert_eq!(
@@ -707,15 +458,12 @@ async fn members_of_the_client_region_are_learned_from_one_endpoint() {
 
 #[tokio::test]
 async fn the_region_preference_skips_an_endpoint_that_failed() {
-    let (cluster, nodes) = nodes(&["eu-west", "us-east"], NotLeading::Forward).await;
+    let (_, nodes) = nodes(&["eu-west", "us-east"], NotLeading::Forward).await;
     let [(a, a_addr), (b, b_addr)] = <[_; 2]>::try_from(nodes).ok().unwrap();
     // A dead us-east member listed before the live one.
     let dead = dead_addr().await;
-    cluster
-        .members
-        .lock()
-        .unwrap()
-        .insert(0, (dead.clone(), "us-east".into()));
+    a.0.admin
+        .edit_members(|m| m.insert(0, sample::member(9, "us-east", &dead)));
     let endpoints = vec![dead, a_addr, b_addr.clone()];
     let client = Client::connect(endpoints, options(3).region("us-east")).unwrap();
 
@@ -767,7 +515,7 @@ async fn region_admin_calls_are_typed() {
     assert!(config.homes.is_empty());
 
     let groups = client.list_groups().await.unwrap();
-    assert_eq!((groups.node_id, groups.region.as_str()), (2, "eu-west"));
+    assert_eq!((groups.node_id, groups.region.as_str()), (1, "eu-west"));
     assert_eq!(groups.config.regions.len(), 2);
     assert!(groups.groups[0].is_global());
     let eu = groups.group(1).unwrap();
@@ -791,7 +539,7 @@ async fn region_admin_calls_are_typed() {
     assert_eq!(client.transfer_leader(3).await.unwrap(), 3);
     assert_eq!(client.transfer_leader_in(2, 5).await.unwrap(), 5);
 
-    let sent = node.admin_requests();
+    let sent = node.0.admin.requests();
     let expected = [
         "GetClusterConfigRequest",
         "SetModeRequest { mode: RegionAffinity }",
@@ -809,6 +557,43 @@ async fn region_admin_calls_are_typed() {
         "TransferLeaderRequest { to: 5, group: 2 }",
     ];
     assert_eq!(sent, expected);
+}
+
+#[tokio::test]
+async fn members_and_status_are_typed() {
+    let (_, nodes) = nodes(&["eu-west", "us-east"], NotLeading::Forward).await;
+    let (node, addr) = nodes.into_iter().next().unwrap();
+    let client = Client::connect(vec![addr.clone()], options(2)).unwrap();
+
+    let membership = client.list_members().await.unwrap();
+    let leader = (
+        membership.leader_id,
+        membership.term,
+        membership.commit_index,
+    );
+    assert_eq!(leader, (Some(1), 3, 40));
+    let members: Vec<_> = membership
+        .members
+        .iter()
+        .map(|p| {
+            (
+                p.member.id,
+                p.member.region.as_str(),
+                p.matched_index,
+                p.lag,
+            )
+        })
+        .collect();
+    assert_eq!(members, [(1, "eu-west", 40, 0), (2, "us-east", 40, 0)]);
+    assert!(membership.members.iter().all(|p| p.member.voter));
+
+    let status = client.status().await.unwrap();
+    assert_eq!((status.node_id, status.leader_id), (1, Some(1)));
+    assert_eq!(status.membership[0].api_addr, addr);
+    assert_eq!(status.membership[1].zone, "us-east-1a");
+    assert_eq!(status.region, "eu-west");
+    assert_eq!(status.oldest_pending_age, None);
+    assert_eq!(node.status_calls(), 1);
 }
 
 #[tokio::test]

@@ -16,6 +16,8 @@
 //!   report errors and clients one way to read them.
 //! - [`convert`]: the conversions between these messages and idem-core's validated types,
 //!   shared by the server and the SDK so both ends of the wire use the same rules.
+//! - `testing` (feature `testing`): a fake node's `Admin` service and sample messages, for
+//!   the tests of the SDK and idemctl.
 //!
 //! Code generation uses the protoc shipped by `protoc-bin-vendored`, never the system's.
 
@@ -52,6 +54,9 @@ pub mod raft_v1 {
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("idem_v1_descriptor");
 
 pub mod convert;
+
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub mod reason {
     //! Error reasons and the metadata keys that carry them.

@@ -282,8 +282,10 @@ fn now_ms() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use idem_client::GroupFailover;
-    use idem_core::Timestamp;
+    use idem_client::{Client, ClientOptions};
+    use idem_proto::testing::{admin, FakeAdmin};
+    use tokio::net::TcpListener;
+    use tokio_stream::wrappers::TcpListenerStream;
 
     use super::*;
     use crate::output::{to_json, to_table};
@@ -300,62 +302,21 @@ mod tests {
         config
     }
 
+    /// The groups of `idem_proto::testing::sample` as the SDK reads them from a fake node.
     fn groups() -> Groups {
-        let global = GroupStatus {
-            group: 0,
-            region: None,
-            home: None,
-            leader_id: Some(1),
-            leader_region: Some("eu-west".into()),
-            leader_home: true,
-            term: 3,
-            commit_index: 40,
-            applied_index: 40,
-            failover: None,
-            tenants: vec![],
-        };
-        let eu = GroupStatus {
-            group: 1,
-            region: Some("eu-west".into()),
-            home: Some("eu-west".into()),
-            leader_id: Some(4),
-            leader_region: Some("us-east".into()),
-            leader_home: false,
-            term: 5,
-            commit_index: 12,
-            applied_index: 11,
-            failover: Some(GroupFailover {
-                active: true,
-                epoch: 2,
-                since: Some(Timestamp(1_700_000_000_000)),
-                leader_id: Some(4),
-                leader_region: Some("us-east".into()),
-            }),
-            tenants: vec!["acme".into(), "globex".into()],
-        };
-        let us = GroupStatus {
-            group: 2,
-            region: Some("us-east".into()),
-            home: Some("us-east".into()),
-            leader_id: None,
-            leader_region: None,
-            leader_home: false,
-            failover: Some(GroupFailover {
-                active: false,
-                epoch: 1,
-                since: None,
-                leader_id: None,
-                leader_region: None,
-            }),
-            tenants: vec![],
-            ..global.clone()
-        };
-        Groups {
-            node_id: 2,
-            region: "eu-west".into(),
-            config: config(),
-            groups: vec![global, eu, us],
-        }
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap().to_string();
+            let fake = FakeAdmin::new(2, "eu-west");
+            tokio::spawn(
+                tonic::transport::Server::builder()
+                    .add_service(admin::service(fake))
+                    .serve_with_incoming(TcpListenerStream::new(listener)),
+            );
+            let client = Client::connect(vec![addr], ClientOptions::default()).unwrap();
+            client.list_groups().await.unwrap()
+        })
     }
 
     #[test]
@@ -398,7 +359,7 @@ mod tests {
              GROUP  REGION   HOME_REGION  LEADER  LEADER_REGION  HOME  TERM  COMMIT  FAILOVER\n\
              0      -        -            1       eu-west        yes   3     40      false\n\
              1      eu-west  eu-west      4       us-east        no    5     12      true\n\
-             2      us-east  us-east      -       -              -     3     40      false\n"
+             2      us-east  us-east      -       -              -     2     7       false\n"
         );
         let json: serde_json::Value = serde_json::from_str(&to_json(&doc)).unwrap();
         assert_eq!(json["groups"][1]["tenants"], "acme,globex");
