@@ -250,3 +250,27 @@ def replay_failure(code: str, message: str = "") -> object:
     from idem_client.asgi.replay import Failure
 
     return Failure(code, message)
+
+
+def test_store_errors_fail_closed() -> None:
+    import grpc
+
+    from idem_client import errors
+    from idem_client.asgi.middleware import store_problem
+
+    unavailable = grpc.StatusCode.UNAVAILABLE
+    cases = [
+        (errors.Unavailable("UNAVAILABLE", "down"), 503, "store-unavailable", 1.0),
+        (errors.OutcomeUnknown("UNAVAILABLE_OUTCOME_UNKNOWN", "timeout"), 503, "store-unavailable", 1.0),
+        (errors.WrongGroup("WRONG_GROUP", "moving", code=unavailable, retry_after=2.5), 503, "store-unavailable", 2.5),
+        (errors.RegionFailover("REGION_FAILOVER", "x", code=unavailable, retry_after=3), 503, "region-failover", 3),
+        (errors.RateLimited("RATE_LIMITED", "x", retry_after=0.2), 429, "rate-limited", 0.2),
+        (errors.Internal("INTERNAL", "x", code=grpc.StatusCode.INTERNAL), 500, "store-error", None),
+        (errors.PermissionDenied("TENANT_FORBIDDEN", "x"), 500, "store-error", None),
+        (errors.BodyTooLarge("BODY_TOO_LARGE", "x"), 413, "body-too-large", None),
+        (errors.InvalidScope("INVALID_SCOPE", "x"), 400, "invalid-request", None),
+    ]
+    for error, status, slug, retry_after in cases:
+        problem = store_problem(error)
+        assert (problem.status, problem.slug, problem.retry_after) == (status, slug, retry_after), error
+        assert problem.reason == error.reason

@@ -24,6 +24,7 @@ FINGERPRINT_UNVERIFIABLE                  422 ``fingerprint-unverifiable`` (algo
 NEEDS_RECONCILIATION                      409 (or 503) ``needs-reconciliation``
 REGION_FAILOVER                           503 ``region-failover`` + ``Retry-After``
 idem unavailable / outcome unknown        503 ``store-unavailable`` + ``Retry-After``
+other refusal of idem (``INTERNAL``...)   500 ``store-error``
 rate limited                              429 ``rate-limited`` + ``Retry-After``
 =======================================  ====================================================
 
@@ -46,6 +47,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
+
+import grpc
 
 from .. import errors
 from ..aio import AsyncClient
@@ -434,14 +437,18 @@ def store_problem(error: errors.IdemError) -> Problem:
             retry_after=error.retry_after or UNAVAILABLE_RETRY,
         )
     log.warning("idempotency store failed: %s", error.reason)
-    return Problem(
-        503,
-        "store-unavailable",
-        "The idempotency store is unavailable",
-        "retry later",
-        error.reason,
-        retry_after=error.retry_after or UNAVAILABLE_RETRY,
-    )
+    unavailable = isinstance(error, (errors.Unavailable, errors.OutcomeUnknown))
+    if unavailable or error.code == grpc.StatusCode.UNAVAILABLE:
+        return Problem(
+            503,
+            "store-unavailable",
+            "The idempotency store is unavailable",
+            "retry later",
+            error.reason,
+            retry_after=error.retry_after or UNAVAILABLE_RETRY,
+        )
+    # A definite refusal the middleware did not expect (INTERNAL, PERMISSION_DENIED...).
+    return Problem(500, "store-error", "The idempotency store failed", "the request was not run", error.reason)
 
 
 async def read_body(receive: Receive) -> bytes | None:
