@@ -1,8 +1,8 @@
 //! The receiving side: a tonic service that hands each RPC to the Raft of its group.
 //!
-//! Why a registry instead of one Raft handle: a node will serve several groups (one per
-//! region in region-affinity mode) on one port and over the same connections, so every
-//! request names its group and is routed here. Groups come and go at run time (created
+//! Why a registry instead of one Raft handle: a node serves several groups (the global
+//! group, and one per region in region-affinity mode) on one port and over the same
+//! connections, so every request names its group and is routed here. Groups come and go at run time (created
 //! when the node learns of them, removed when it leaves them), and the service may start
 //! before the Raft it serves exists: an RPC for a group that is not registered (yet)
 //! answers `NOT_FOUND`, which the sender treats as unreachable and backs off.
