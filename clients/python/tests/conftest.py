@@ -24,7 +24,7 @@ def node() -> Iterator[Node]:
     """A single-node cluster shared by the session."""
     started = single_node()
     yield started
-    started.kill9()
+    started.remove()
 
 
 @pytest.fixture

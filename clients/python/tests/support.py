@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -108,6 +109,11 @@ class Node:
             self.process.wait()
             self.process = None
 
+    def remove(self) -> None:
+        """Kills the process and deletes its directory (data and logs)."""
+        self.kill9()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
     def log(self) -> str:
         """Everything the node logged."""
         return "\n".join((self.dir / f"idemd.{n}.log").read_text(errors="replace") for n in range(1, self.starts + 1))
@@ -177,6 +183,6 @@ class Cluster:
         raise AssertionError("no leader in time")
 
     def stop(self) -> None:
-        """Kills every node."""
+        """Kills every node and deletes their directories."""
         for node in self.nodes:
-            node.kill9()
+            node.remove()
