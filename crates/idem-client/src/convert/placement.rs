@@ -101,6 +101,8 @@ fn nonzero(id: u64) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use idem_proto::testing::sample;
+
     use super::*;
 
     #[test]
@@ -146,42 +148,7 @@ mod tests {
     #[test]
     fn groups_from_the_wire() {
         let response = v1::ListGroupsResponse {
-            groups: vec![
-                v1::GroupStatus {
-                    group: 0,
-                    leader_id: 1,
-                    leader_region: "eu-west".into(),
-                    leader_home: true,
-                    term: 3,
-                    ..v1::GroupStatus::default()
-                },
-                v1::GroupStatus {
-                    group: 1,
-                    region: "eu-west".into(),
-                    home: "eu-west".into(),
-                    leader_id: 4,
-                    leader_region: "us-east".into(),
-                    failover: Some(v1::Failover {
-                        active: true,
-                        epoch: 2,
-                        since_ms: 1_700_000_000_000,
-                        leader_id: 4,
-                        leader_region: "us-east".into(),
-                    }),
-                    tenants: vec!["acme".into()],
-                    ..v1::GroupStatus::default()
-                },
-                v1::GroupStatus {
-                    group: 2,
-                    region: "us-east".into(),
-                    home: "us-east".into(),
-                    failover: Some(v1::Failover {
-                        epoch: 1,
-                        ..v1::Failover::default()
-                    }),
-                    ..v1::GroupStatus::default()
-                },
-            ],
+            groups: sample::group_statuses(),
             node_id: 2,
             region: "eu-west".into(),
             config: None,
