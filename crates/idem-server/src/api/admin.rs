@@ -17,7 +17,8 @@ use idem_proto::v1 as pb;
 use idem_proto::v1::admin_server::Admin;
 use tonic::{Request, Response, Status};
 
-use crate::api::{convert, members, regions};
+use crate::api::decode::fields;
+use crate::api::{encode, members, regions};
 use crate::api::{observe, record_operation, ApiContext};
 use crate::backend::{Backend, RequestError};
 
@@ -53,7 +54,7 @@ impl ListQuery {
     fn parse(req: pb::ListOperationsRequest) -> Result<Self, RequestError> {
         let mut states = BTreeSet::new();
         for value in req.states {
-            states.extend(convert::state_filter(value)?);
+            states.extend(fields::state_filter(value)?);
         }
         let limit = match req.limit {
             0 => DEFAULT_LIST_LIMIT,
@@ -160,7 +161,7 @@ impl AdminService {
         .await
         .map_err(|e| RequestError::Internal(format!("list task failed: {e}")))??;
         Ok(pb::ListOperationsResponse {
-            records: records.iter().map(convert::record_to_proto).collect(),
+            records: records.iter().map(encode::record_to_proto).collect(),
             next_page_token: cursor.map(hex::encode).unwrap_or_default(),
         })
     }
@@ -169,21 +170,21 @@ impl AdminService {
         &self,
         req: pb::ReconcileRequest,
     ) -> Result<pb::ReconcileResponse, RequestError> {
-        let operation_id = convert::operation_id(&req.operation_id)?;
+        let operation_id = fields::operation_id(&req.operation_id)?;
         record_operation(&operation_id);
         let target = match pb::State::try_from(req.target) {
             Ok(pb::State::Completed) => {
-                ReconcileTarget::Completed(convert::stored_result(req.result)?)
+                ReconcileTarget::Completed(fields::stored_result(req.result)?)
             }
             Ok(pb::State::RetryableFailure) => ReconcileTarget::RetryableFailure(match req.error {
-                Some(_) => convert::error_summary(req.error)?,
+                Some(_) => fields::error_summary(req.error)?,
                 None => ErrorSummary {
                     code: "reconciled".to_owned(),
                     message: String::new(),
                 },
             }),
             Ok(pb::State::TerminalFailure) => {
-                ReconcileTarget::TerminalFailure(convert::error_summary(req.error)?)
+                ReconcileTarget::TerminalFailure(fields::error_summary(req.error)?)
             }
             _ => return Err(RequestError::argument(
                 "target must be STATE_COMPLETED, STATE_RETRYABLE_FAILURE or STATE_TERMINAL_FAILURE",
@@ -207,7 +208,7 @@ impl AdminService {
                     "record reconciled"
                 );
                 Ok(pb::ReconcileResponse {
-                    record: Some(convert::record_to_proto(&record)),
+                    record: Some(encode::record_to_proto(&record)),
                 })
             }
             Outcome::Rejected(rejection) => Err(rejection.into()),
@@ -287,7 +288,7 @@ impl AdminService {
             records_by_state: stats
                 .by_state
                 .iter()
-                .map(|(state, n)| (convert::state_name(*state).to_owned(), *n))
+                .map(|(state, n)| (encode::state_name(*state).to_owned(), *n))
                 .collect(),
             oldest_pending_age_ms: stats.oldest_active_age_ms(now.millis()),
             region: self.ctx.region.clone(),

@@ -1,5 +1,8 @@
 //! The `idem.v1.Idempotency` service: claims, worker mutations and reads.
 //!
+//! Every handler reads decode ([`super::decode`]) → policy → replay or propose → encode
+//! ([`super::encode`]).
+//!
 //! Claims and worker mutations become core [`Command`]s proposed through the [`Backend`]
 //! (Raft); the proposer generates the operation id and resolves the policy, so apply stays
 //! deterministic. Reads pass a linearizable barrier, then read the applied state and report
@@ -12,29 +15,22 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem_core::command::{Claim, Complete, ExternalCall, Fail, Fenced, RecordExternalCall, Renew};
+use idem_core::command::Claim;
 use idem_core::fingerprint::Fingerprint;
-use idem_core::{
-    ClaimKind, ClaimOutcome, Command, Holder, OperationId, Outcome, Record, RecordKey, State,
-};
-use idem_proto::reason;
+use idem_core::{ClaimKind, ClaimOutcome, Command, OperationId, Outcome, Record, State};
 use idem_proto::v1 as pb;
 use idem_proto::v1::idempotency_server::Idempotency;
 use tokio::time::Instant;
 use tonic::{Request, Response, Status};
 
-use crate::api::{batch, convert, observe, record_key_hash, record_operation, ApiContext};
+use crate::api::decode::{self, ClaimInput, Lookup};
+use crate::api::{batch, encode, observe, record_operation, ApiContext};
 use crate::backend::RequestError;
-use crate::policy::Overrides;
 
-/// Longest `Wait` budget.
-pub const MAX_WAIT: Duration = Duration::from_secs(30);
 /// A terminal record is replayed locally only if it is retained at least this much longer:
 /// a replica may lag the leader's expiry sweep by about this much before it could replay
 /// a record the leader already deleted.
 const REPLAY_MARGIN: Duration = Duration::from_secs(60);
-/// Bodies above this size are fingerprinted on a blocking thread.
-const INLINE_BODY_BYTES: usize = 16 * 1024;
 
 /// The `idem.v1.Idempotency` service.
 #[derive(Clone)]
@@ -49,23 +45,12 @@ impl IdempotencyService {
     }
 
     async fn handle_claim(&self, req: pb::ClaimRequest) -> Result<pb::ClaimResponse, RequestError> {
-        let target = convert::record_key(req.scope, req.key)?;
-        record_key_hash(&target.key);
-        if req.holder.is_empty() {
-            return Err(RequestError::argument(
-                "holder is required: a unique id per worker attempt (the SDK generates one)",
-            ));
-        }
-        let holder = Holder::new(req.holder)?;
-        let fingerprints = self
-            .claim_fingerprints(req.fingerprints, req.request)
-            .await?;
-        let overrides = Overrides {
-            lease: req.lease_ms.map(convert::duration_from_ms),
-            retention: req.retention_ms.map(convert::duration_from_ms),
-            risk: convert::risk(req.risk)?,
-            max_result_bytes: req.max_result_bytes,
-        };
+        let ClaimInput {
+            target,
+            holder,
+            fingerprints,
+            overrides,
+        } = decode::claim::claim(req, self.ctx.limits).await?;
         let policy = self
             .ctx
             .policies
@@ -111,40 +96,6 @@ impl IdempotencyService {
         retained.then_some(outcome)
     }
 
-    async fn claim_fingerprints(
-        &self,
-        fingerprints: Vec<pb::Fingerprint>,
-        request: Option<pb::CanonicalRequest>,
-    ) -> Result<Vec<Fingerprint>, RequestError> {
-        match (fingerprints.is_empty(), request) {
-            (false, Some(_)) => Err(RequestError::invalid(
-                reason::INVALID_FINGERPRINT,
-                "set either fingerprints or request, not both",
-            )),
-            (false, None) => convert::fingerprints(fingerprints),
-            (true, Some(request)) => Ok(vec![self.fingerprint(request).await?]),
-            (true, None) => Err(RequestError::invalid(
-                reason::INVALID_FINGERPRINT,
-                "a claim needs fingerprints or a canonical request",
-            )),
-        }
-    }
-
-    /// Computes `jcs-sha256/v1` of a canonical request; large bodies off the async threads.
-    async fn fingerprint(
-        &self,
-        request: pb::CanonicalRequest,
-    ) -> Result<Fingerprint, RequestError> {
-        let limits = self.ctx.limits;
-        let size = request.body_json.as_ref().map_or(0, Vec::len);
-        if size <= INLINE_BODY_BYTES || size > limits.max_body_bytes {
-            return convert::canonical_fingerprint(request, limits);
-        }
-        tokio::task::spawn_blocking(move || convert::canonical_fingerprint(request, limits))
-            .await
-            .map_err(|e| RequestError::Internal(format!("fingerprint task failed: {e}")))?
-    }
-
     fn count_claim(&self, prior: Option<&Record>, outcome: &ClaimOutcome) {
         let metrics = &self.ctx.metrics;
         metrics
@@ -167,7 +118,7 @@ impl IdempotencyService {
             Outcome::Record(record) => {
                 record_operation(&record.operation_id);
                 Ok(pb::RecordResponse {
-                    record: Some(convert::record_to_proto(&record)),
+                    record: Some(encode::record_to_proto(&record)),
                 })
             }
             Outcome::Rejected(rejection) => {
@@ -197,19 +148,13 @@ impl IdempotencyService {
         RequestError::Internal(format!("{command}: unexpected outcome from apply"))
     }
 
-    fn fenced(scope: Option<pb::Scope>, key: String, fence: u64) -> Result<Fenced, RequestError> {
-        let target = convert::record_key(scope, key)?;
-        record_key_hash(&target.key);
-        Ok(Fenced { target, fence })
-    }
-
     async fn handle_get(&self, target: Lookup) -> Result<pb::GetResponse, RequestError> {
         self.barrier(&target).await?;
         let record = self.lookup(&target)?;
         let outcome = ClaimKind::preview(&record, self.ctx.backend.now());
         Ok(pb::GetResponse {
-            record: Some(convert::record_to_proto(&record)),
-            outcome: convert::claim_kind_to_proto(outcome).into(),
+            record: Some(encode::record_to_proto(&record)),
+            outcome: encode::claim_kind_to_proto(outcome).into(),
         })
     }
 
@@ -233,29 +178,7 @@ impl IdempotencyService {
     }
 
     async fn handle_wait(&self, req: pb::WaitRequest) -> Result<pb::WaitResponse, RequestError> {
-        let by_key = req.scope.is_some() || !req.key.is_empty();
-        let target = match (by_key, req.operation_id.is_empty()) {
-            (true, true) => {
-                let key = convert::record_key(req.scope, req.key)?;
-                record_key_hash(&key.key);
-                Lookup::Key(key)
-            }
-            (false, false) => Lookup::Operation(convert::operation_id(&req.operation_id)?),
-            (true, false) => {
-                return Err(RequestError::argument(
-                    "set either scope and key or operation_id, not both",
-                ))
-            }
-            (false, true) => {
-                return Err(RequestError::argument(
-                    "set either scope and key or operation_id",
-                ))
-            }
-        };
-        let budget = match req.timeout_ms {
-            0 => MAX_WAIT,
-            ms => convert::duration_from_ms(ms).min(MAX_WAIT),
-        };
+        let (target, budget) = decode::lookup::wait(req)?;
         self.wait_for(target, Instant::now() + budget).await
     }
 
@@ -278,9 +201,9 @@ impl IdempotencyService {
             let outcome = ClaimKind::preview(&record, now);
             let settled = record.state.is_terminal() || outcome != ClaimKind::InProgress;
             let response = pb::WaitResponse {
-                record: Some(convert::record_to_proto(&record)),
+                record: Some(encode::record_to_proto(&record)),
                 terminal: record.state.is_terminal(),
-                outcome: convert::claim_kind_to_proto(outcome).into(),
+                outcome: encode::claim_kind_to_proto(outcome).into(),
             };
             if settled || Instant::now() >= deadline || !backend.leads_for(&tenant) {
                 return Ok(response);
@@ -301,12 +224,6 @@ impl IdempotencyService {
             }
         }
     }
-}
-
-/// How a read names its record.
-enum Lookup {
-    Key(RecordKey),
-    Operation(OperationId),
 }
 
 /// Whether a claim found an expired lease, and what followed (for metrics).
@@ -341,7 +258,7 @@ pub fn claim_response(outcome: &ClaimOutcome) -> pb::ClaimResponse {
         _ => 0,
     };
     let previous_stage = match (kind, outcome.previous_stage) {
-        (ClaimKind::TakenOver, Some(stage)) => convert::stage_to_proto(stage),
+        (ClaimKind::TakenOver, Some(stage)) => encode::stage_to_proto(stage),
         _ => pb::Stage::Unspecified,
     };
     let remote_ref = match (kind, outcome.previous_stage) {
@@ -351,24 +268,24 @@ pub fn claim_response(outcome: &ClaimOutcome) -> pb::ClaimResponse {
         _ => String::new(),
     };
     pb::ClaimResponse {
-        outcome: convert::claim_kind_to_proto(kind).into(),
+        outcome: encode::claim_kind_to_proto(kind).into(),
         operation_id: record.operation_id.to_string(),
         fence: if owns { record.fence } else { 0 },
-        state: convert::state_to_proto(record.state).into(),
-        stage: convert::stage_to_proto(record.stage).into(),
+        state: encode::state_to_proto(record.state).into(),
+        stage: encode::stage_to_proto(record.stage).into(),
         version: record.version,
         attempts: record.attempts,
         previous_stage: previous_stage.into(),
         retry_after_ms: match kind {
-            ClaimKind::InProgress => outcome.retry_after.map_or(0, convert::duration_to_ms),
+            ClaimKind::InProgress => outcome.retry_after.map_or(0, encode::duration_to_ms),
             _ => 0,
         },
         result: match kind {
-            ClaimKind::Completed => record.result.as_ref().map(convert::result_to_proto),
+            ClaimKind::Completed => record.result.as_ref().map(encode::result_to_proto),
             _ => None,
         },
         error: match kind {
-            ClaimKind::Failed => record.error.as_ref().map(convert::error_to_proto),
+            ClaimKind::Failed => record.error.as_ref().map(encode::error_to_proto),
             _ => None,
         },
         lease_expires_at_ms,
@@ -402,8 +319,7 @@ impl Idempotency for IdempotencyService {
     ) -> Result<Response<pb::RecordResponse>, Status> {
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "start", async {
-            let owner = Self::fenced(req.scope, req.key, req.fence)?;
-            self.mutate(Command::Start(owner)).await
+            self.mutate(decode::owner::start(req)?).await
         })
         .await
     }
@@ -417,23 +333,7 @@ impl Idempotency for IdempotencyService {
             &self.ctx.metrics,
             "idempotency",
             "record_external_call",
-            async {
-                let owner = Self::fenced(req.scope, req.key, req.fence)?;
-                let call = match pb::ExternalCallStage::try_from(req.stage) {
-                    Ok(pb::ExternalCallStage::Calling) => ExternalCall::Calling,
-                    Ok(pb::ExternalCallStage::RemoteConfirmed) => ExternalCall::RemoteConfirmed {
-                        remote_ref: req.remote_ref,
-                    },
-                    _ => {
-                        return Err(RequestError::argument(
-                            "stage must be EXTERNAL_CALL_STAGE_CALLING or EXTERNAL_CALL_STAGE_REMOTE_CONFIRMED",
-                        ))
-                    }
-                };
-                let command = Command::RecordExternalCall(RecordExternalCall { owner, call });
-                command.validate()?;
-                self.mutate(command).await
-            },
+            async { self.mutate(decode::owner::record_external_call(req)?).await },
         )
         .await
     }
@@ -444,13 +344,7 @@ impl Idempotency for IdempotencyService {
     ) -> Result<Response<pb::RecordResponse>, Status> {
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "renew", async {
-            let owner = Self::fenced(req.scope, req.key, req.fence)?;
-            let command = Command::Renew(Renew {
-                owner,
-                lease: req.lease_ms.map(convert::duration_from_ms),
-            });
-            command.validate()?;
-            self.mutate(command).await
+            self.mutate(decode::owner::renew(req)?).await
         })
         .await
     }
@@ -461,10 +355,7 @@ impl Idempotency for IdempotencyService {
     ) -> Result<Response<pb::RecordResponse>, Status> {
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "complete", async {
-            let owner = Self::fenced(req.scope, req.key, req.fence)?;
-            let result = convert::stored_result(req.result)?;
-            self.mutate(Command::Complete(Complete { owner, result }))
-                .await
+            self.mutate(decode::owner::complete(req)?).await
         })
         .await
     }
@@ -475,14 +366,7 @@ impl Idempotency for IdempotencyService {
     ) -> Result<Response<pb::RecordResponse>, Status> {
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "fail", async {
-            let owner = Self::fenced(req.scope, req.key, req.fence)?;
-            let error = convert::error_summary(req.error)?;
-            self.mutate(Command::Fail(Fail {
-                owner,
-                retryable: req.retryable,
-                error,
-            }))
-            .await
+            self.mutate(decode::owner::fail(req)?).await
         })
         .await
     }
@@ -493,8 +377,7 @@ impl Idempotency for IdempotencyService {
     ) -> Result<Response<pb::RecordResponse>, Status> {
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "release", async {
-            let owner = Self::fenced(req.scope, req.key, req.fence)?;
-            self.mutate(Command::Release(owner)).await
+            self.mutate(decode::owner::release(req)?).await
         })
         .await
     }
@@ -505,8 +388,7 @@ impl Idempotency for IdempotencyService {
     ) -> Result<Response<pb::RecordResponse>, Status> {
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "cancel", async {
-            let owner = Self::fenced(req.scope, req.key, req.fence)?;
-            self.mutate(Command::Cancel(owner)).await
+            self.mutate(decode::owner::cancel(req)?).await
         })
         .await
     }
@@ -517,9 +399,7 @@ impl Idempotency for IdempotencyService {
     ) -> Result<Response<pb::GetResponse>, Status> {
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "get", async {
-            let key = convert::record_key(req.scope, req.key)?;
-            record_key_hash(&key.key);
-            self.handle_get(Lookup::Key(key)).await
+            self.handle_get(decode::lookup::get(req)?).await
         })
         .await
     }
@@ -530,8 +410,7 @@ impl Idempotency for IdempotencyService {
     ) -> Result<Response<pb::GetResponse>, Status> {
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "get_operation", async {
-            let id = convert::operation_id(&req.operation_id)?;
-            self.handle_get(Lookup::Operation(id)).await
+            self.handle_get(decode::lookup::get_operation(req)?).await
         })
         .await
     }

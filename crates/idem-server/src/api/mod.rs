@@ -11,10 +11,12 @@
 
 mod admin;
 mod batch;
-pub mod convert;
+pub mod decode;
+pub mod encode;
 mod idempotency;
 mod limit;
 mod members;
+mod observe;
 mod regions;
 #[cfg(test)]
 mod service_tests;
@@ -22,21 +24,18 @@ mod status;
 #[cfg(test)]
 pub(crate) mod testing;
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
-use tonic::{Response, Status};
-use tracing::Instrument;
 
 pub use admin::AdminService;
 pub use batch::MAX_BATCH_CALLS;
 pub use idempotency::{claim_response, IdempotencyService};
 pub use limit::request_too_large_layer;
+pub(crate) use observe::{observe, record_operation};
 
-use crate::api::convert::BodyLimits;
-use crate::backend::{forwarded, Backend, RequestError};
+use crate::api::decode::BodyLimits;
+use crate::backend::Backend;
 use crate::metrics::Metrics;
 use crate::policy::Policies;
 use crate::stats::StatsCache;
@@ -60,71 +59,4 @@ pub struct ApiContext {
     pub region: String,
     /// This node's zone.
     pub zone: String,
-}
-
-/// Runs one handler: inside a span, timed, with errors counted, logged and converted.
-pub(crate) async fn observe<T>(
-    metrics: &Metrics,
-    service: &'static str,
-    method: &'static str,
-    handler: impl Future<Output = Result<T, RequestError>>,
-) -> Result<Response<T>, Status> {
-    let span = tracing::info_span!(
-        "rpc",
-        method,
-        key_hash = tracing::field::Empty,
-        operation_id = tracing::field::Empty,
-    );
-    let started = Instant::now();
-    let (result, leader_addr) = forwarded::scope(handler.instrument(span.clone())).await;
-    let elapsed = started.elapsed();
-    let code = match &result {
-        Ok(_) => "Ok".to_owned(),
-        Err(error) => format!(
-            "{:?}",
-            idem_proto::reason::code_of(error.reason()).unwrap_or(tonic::Code::Unknown)
-        ),
-    };
-    metrics
-        .rpc_duration
-        .with_label_values(&[service, method, &code])
-        .observe(elapsed.as_secs_f64());
-    let _entered = span.enter();
-    match result {
-        Ok(response) => {
-            tracing::debug!(elapsed_ms = elapsed.as_millis() as u64, "ok");
-            let mut response = Response::new(response);
-            if let Some(value) = leader_addr.and_then(|a| a.parse().ok()) {
-                response
-                    .metadata_mut()
-                    .insert(idem_proto::reason::LEADER_ADDR_METADATA_KEY, value);
-            }
-            Ok(response)
-        }
-        Err(error) => {
-            let reason = error.reason();
-            metrics
-                .rpc_errors
-                .with_label_values(&[method, reason])
-                .inc();
-            match &error {
-                RequestError::Internal(_) => tracing::error!(reason, %error, "request failed"),
-                RequestError::OutcomeUnknown(_) => {
-                    tracing::warn!(reason, %error, "request outcome unknown")
-                }
-                _ => tracing::debug!(reason, %error, "request refused"),
-            }
-            Err(error.into())
-        }
-    }
-}
-
-/// Records the key hash of the request in the current span.
-pub(crate) fn record_key_hash(key: &idem_core::IdempotencyKey) {
-    tracing::Span::current().record("key_hash", key.log_hash());
-}
-
-/// Records the operation id of the request in the current span.
-pub(crate) fn record_operation(id: &idem_core::OperationId) {
-    tracing::Span::current().record("operation_id", tracing::field::display(id));
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use idem_proto::v1 as pb;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::convert::BodyLimits;
+use crate::api::decode::BodyLimits;
 use crate::api::ApiContext;
 use crate::backend::memory::MemoryBackend;
 use crate::metrics::Metrics;

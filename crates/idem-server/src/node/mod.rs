@@ -47,7 +47,7 @@ use idem_store::NodeInfo;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::convert::BodyLimits;
+use crate::api::decode::BodyLimits;
 use crate::api::ApiContext;
 use crate::backend::Backend;
 use crate::config::Config;

@@ -1,12 +1,11 @@
-//! The node's reading of requests: `idem.v1` fields to the core's validated types.
+//! Request fields to the core's validated types.
 //!
 //! The conversions themselves (both directions, every message and enum) are shared with the
-//! SDK in [`idem_proto::convert`]; the encoders the services use are re-exported here. What
-//! stays here is the server's policy on input: which fields a request must carry, which reason
+//! SDK in [`idem_proto::convert`]. What stays here is the server's policy on input: which fields a request must carry, which reason
 //! a missing one is (`INVALID_SCOPE`, `INVALID_RESULT`, …), that `UNSPECIFIED` means "no
 //! override" or "no filter", that `purged` is ignored on input, and server-side fingerprinting
-//! within the node's limits. Nothing here decides what a caller may see (that is
-//! [`crate::api::idempotency`]'s job), it only translates.
+//! within the node's limits. Nothing here decides what a caller may see (that is the
+//! services' job), it only translates.
 
 use idem_core::fingerprint::{Fingerprint, JcsOptions};
 use idem_core::{ErrorSummary, IdempotencyKey, OperationId, RecordKey, Risk, State, StoredResult};
@@ -16,10 +15,7 @@ use idem_proto::v1 as pb;
 
 use crate::backend::RequestError;
 
-pub use idem_proto::convert::{
-    claim_kind_to_proto, duration_from_ms, duration_to_ms, error_to_proto, record_to_proto,
-    result_to_proto, stage_to_proto, state_to_proto,
-};
+pub use idem_proto::convert::duration_from_ms;
 
 /// The record key of a request's scope and key (`INVALID_SCOPE`, `INVALID_KEY`).
 pub fn record_key(scope: Option<pb::Scope>, key: String) -> Result<RecordKey, RequestError> {
@@ -109,11 +105,6 @@ pub fn state_filter(value: i32) -> Result<Option<State>, RequestError> {
         .map_err(|_| RequestError::argument(format!("states: unknown value {value}")))
 }
 
-/// The proto name of a state (`STATE_PENDING`), the key of `records_by_state`.
-pub fn state_name(state: State) -> &'static str {
-    state_to_proto(state).as_str_name()
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -122,6 +113,9 @@ mod tests {
     use idem_core::{ClaimKind, Holder, Lease, Policy, Record, Stage, Timestamp};
 
     use super::*;
+    use crate::api::encode::{
+        claim_kind_to_proto, record_to_proto, stage_to_proto, state_name, state_to_proto,
+    };
 
     const LIMITS: BodyLimits = BodyLimits {
         max_body_bytes: 64,

@@ -1,0 +1,97 @@
+//! The command line of `idemd` (clap), whose flags and `IDEM_*` variables are the config keys.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// idemd runs one node of idem, a Raft-replicated idempotency-key store.
+///
+/// Configuration comes from a TOML file (--config), overridden by IDEM_* environment
+/// variables, overridden by these flags. Durations are human-readable (250ms, 5s, 24h, 7d).
+/// Per-endpoint policies are set in the file only: [policies."POST /v1/charges"].
+#[derive(Parser, Debug)]
+#[command(name = "idemd", version, max_term_width = 100)]
+pub struct Cli {
+    /// TOML configuration file [env: IDEM_CONFIG]
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print the effective configuration as TOML and exit
+    #[arg(long)]
+    print_config: bool,
+    /// Raft node id, ≥ 1, fixed for the life of the data directory [env: IDEM_NODE_ID] [default: 1]
+    #[arg(long, value_name = "ID")]
+    node_id: Option<String>,
+    /// Data directory (store and node identity) [env: IDEM_DATA_DIR] [default: ./data]
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<String>,
+    /// Public gRPC API address [env: IDEM_API_ADDR] [default: 127.0.0.1:7400]
+    #[arg(long, value_name = "HOST:PORT")]
+    api_addr: Option<String>,
+    /// Node-to-node Raft address [env: IDEM_RAFT_ADDR] [default: 127.0.0.1:7410]
+    #[arg(long, value_name = "HOST:PORT")]
+    raft_addr: Option<String>,
+    /// HTTP address for /metrics and /healthz [env: IDEM_HTTP_ADDR] [default: 127.0.0.1:7480]
+    #[arg(long, value_name = "HOST:PORT")]
+    http_addr: Option<String>,
+    /// Region of this node [env: IDEM_REGION] [default: local]
+    #[arg(long, value_name = "NAME")]
+    region: Option<String>,
+    /// Availability zone of this node [env: IDEM_ZONE] [default: local-a]
+    #[arg(long, value_name = "NAME")]
+    zone: Option<String>,
+    /// Log format: text or json [env: IDEM_LOG_FORMAT] [default: text]
+    #[arg(long, value_name = "FORMAT")]
+    log_format: Option<String>,
+    /// Log filter in RUST_LOG syntax, e.g. info,idem_server=debug [env: IDEM_LOG_LEVEL] [default: info]
+    #[arg(long, value_name = "FILTER")]
+    log_level: Option<String>,
+    /// Bound on each Raft write; past it: UNAVAILABLE_OUTCOME_UNKNOWN [env: IDEM_WRITE_TIMEOUT] [default: 5s]
+    #[arg(long, value_name = "DURATION")]
+    write_timeout: Option<String>,
+    /// Bound on each linearizable read barrier [env: IDEM_READ_TIMEOUT] [default: 5s]
+    #[arg(long, value_name = "DURATION")]
+    read_timeout: Option<String>,
+    /// How often the leader deletes expired records [env: IDEM_SWEEP_INTERVAL] [default: 10s]
+    #[arg(long, value_name = "DURATION")]
+    sweep_interval: Option<String>,
+    /// Records deleted per expiry batch, 1..=10000 [env: IDEM_SWEEP_BATCH] [default: 1000]
+    #[arg(long, value_name = "N")]
+    sweep_batch: Option<String>,
+    /// Largest gRPC request message in bytes [env: IDEM_MAX_REQUEST_BYTES] [default: 2097152]
+    #[arg(long, value_name = "BYTES")]
+    max_request_bytes: Option<String>,
+    /// Largest canonical request body in bytes [env: IDEM_MAX_BODY_BYTES] [default: 1048576]
+    #[arg(long, value_name = "BYTES")]
+    max_body_bytes: Option<String>,
+    /// How long shutdown drains in-flight requests [env: IDEM_SHUTDOWN_GRACE] [default: 10s]
+    #[arg(long, value_name = "DURATION")]
+    shutdown_grace: Option<String>,
+    /// Raft leader heartbeat interval [env: IDEM_RAFT_HEARTBEAT_INTERVAL] [default: 250ms]
+    #[arg(long, value_name = "DURATION")]
+    raft_heartbeat_interval: Option<String>,
+    /// Raft minimum election timeout (max is twice it) [env: IDEM_RAFT_ELECTION_TIMEOUT] [default: 1s]
+    #[arg(long, value_name = "DURATION")]
+    raft_election_timeout: Option<String>,
+    /// Snapshot the state after at least N Raft log entries (and half the record count) [env: IDEM_RAFT_SNAPSHOT_LOGS] [default: 100000]
+    #[arg(long, value_name = "N")]
+    raft_snapshot_logs: Option<String>,
+    /// Default lease of new records [env: IDEM_DEFAULT_LEASE] [default: 30s]
+    #[arg(long, value_name = "DURATION")]
+    default_lease: Option<String>,
+    /// Default retention after a terminal state [env: IDEM_DEFAULT_RETENTION] [default: 24h]
+    #[arg(long, value_name = "DURATION")]
+    default_retention: Option<String>,
+    /// Default risk: LOW, NORMAL or HIGH [env: IDEM_DEFAULT_RISK] [default: NORMAL]
+    #[arg(long, value_name = "RISK")]
+    default_risk: Option<String>,
+    /// Default limit of a stored result in bytes [env: IDEM_DEFAULT_MAX_RESULT_BYTES] [default: 16384]
+    #[arg(long, value_name = "BYTES")]
+    default_max_result_bytes: Option<String>,
+    /// An initial cluster member, repeatable; the lowest id bootstraps the cluster
+    /// [env: IDEM_INITIAL_MEMBERS, members separated by ;]
+    #[arg(long, value_name = "ID=RAFT_ADDR,API_ADDR[,REGION[,ZONE]]")]
+    initial_member: Vec<String>,
+    /// Start without bootstrapping and wait to be added with `idemctl member add` [env: IDEM_JOIN]
+    #[arg(long)]
+    join: bool,
+}

@@ -1,0 +1,248 @@
+//! Where a key's raw text comes from: flag, then `IDEM_*` environment variable, then the
+//! file; and the file's own checks (syntax, unknown keys).
+
+use std::path::{Path, PathBuf};
+
+use clap::parser::ValueSource;
+use clap::ArgMatches;
+
+use super::ConfigError;
+
+/// One scalar key: its dotted name in the file; its flag and environment variable derive
+/// from `arg` (the clap id, `raft_heartbeat_interval` → `--raft-heartbeat-interval`,
+/// `IDEM_RAFT_HEARTBEAT_INTERVAL`).
+#[derive(Clone, Copy)]
+pub(super) struct Key {
+    pub(super) file: &'static str,
+    pub(super) arg: &'static str,
+}
+
+macro_rules! key {
+    ($file:literal, $arg:literal) => {
+        Key {
+            file: $file,
+            arg: $arg,
+        }
+    };
+}
+
+pub(super) const NODE_ID: Key = key!("node_id", "node_id");
+pub(super) const DATA_DIR: Key = key!("data_dir", "data_dir");
+pub(super) const API_ADDR: Key = key!("api_addr", "api_addr");
+pub(super) const RAFT_ADDR: Key = key!("raft_addr", "raft_addr");
+pub(super) const HTTP_ADDR: Key = key!("http_addr", "http_addr");
+pub(super) const REGION: Key = key!("region", "region");
+pub(super) const ZONE: Key = key!("zone", "zone");
+pub(super) const LOG_FORMAT: Key = key!("log_format", "log_format");
+pub(super) const LOG_LEVEL: Key = key!("log_level", "log_level");
+pub(super) const WRITE_TIMEOUT: Key = key!("write_timeout", "write_timeout");
+pub(super) const READ_TIMEOUT: Key = key!("read_timeout", "read_timeout");
+pub(super) const SWEEP_INTERVAL: Key = key!("sweep_interval", "sweep_interval");
+pub(super) const SWEEP_BATCH: Key = key!("sweep_batch", "sweep_batch");
+pub(super) const MAX_REQUEST_BYTES: Key = key!("max_request_bytes", "max_request_bytes");
+pub(super) const MAX_BODY_BYTES: Key = key!("max_body_bytes", "max_body_bytes");
+pub(super) const SHUTDOWN_GRACE: Key = key!("shutdown_grace", "shutdown_grace");
+pub(super) const RAFT_HEARTBEAT: Key = key!("raft.heartbeat_interval", "raft_heartbeat_interval");
+pub(super) const RAFT_ELECTION: Key = key!("raft.election_timeout", "raft_election_timeout");
+pub(super) const RAFT_SNAPSHOT_LOGS: Key = key!("raft.snapshot_logs", "raft_snapshot_logs");
+pub(super) const POLICY_LEASE: Key = key!("policy.lease", "default_lease");
+pub(super) const POLICY_RETENTION: Key = key!("policy.retention", "default_retention");
+pub(super) const POLICY_RISK: Key = key!("policy.risk", "default_risk");
+pub(super) const POLICY_MAX_RESULT: Key =
+    key!("policy.max_result_bytes", "default_max_result_bytes");
+
+pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
+    "node_id",
+    "data_dir",
+    "api_addr",
+    "raft_addr",
+    "http_addr",
+    "region",
+    "zone",
+    "log_format",
+    "log_level",
+    "write_timeout",
+    "read_timeout",
+    "sweep_interval",
+    "sweep_batch",
+    "max_request_bytes",
+    "max_body_bytes",
+    "shutdown_grace",
+    "raft",
+    "policy",
+    "policies",
+    "cluster",
+];
+pub(super) const CLUSTER_KEYS: &[&str] = &["initial_members", "join"];
+pub(super) const RAFT_KEYS: &[&str] = &["heartbeat_interval", "election_timeout", "snapshot_logs"];
+pub(super) const POLICY_KEYS: &[&str] = &["lease", "retention", "risk", "max_result_bytes"];
+
+impl Key {
+    pub(super) fn env(self) -> String {
+        format!("IDEM_{}", self.arg.to_ascii_uppercase())
+    }
+
+    pub(super) fn flag(self) -> String {
+        format!("--{}", self.arg.replace('_', "-"))
+    }
+}
+
+/// A raw value and where it came from.
+pub(super) struct Raw {
+    pub(super) text: String,
+    pub(super) origin: String,
+}
+
+/// The layered sources of raw values.
+pub(super) struct Sources<'a> {
+    pub(super) matches: &'a ArgMatches,
+    pub(super) env: &'a dyn Fn(&str) -> Option<String>,
+    pub(super) file: Option<(toml::Table, PathBuf)>,
+}
+
+impl Sources<'_> {
+    pub(super) fn raw(&self, key: Key, problems: &mut Vec<String>) -> Option<Raw> {
+        if self.matches.value_source(key.arg) == Some(ValueSource::CommandLine) {
+            if let Some(text) = self.matches.get_one::<String>(key.arg) {
+                return Some(Raw {
+                    text: text.clone(),
+                    origin: format!("flag {}", key.flag()),
+                });
+            }
+        }
+        let env = key.env();
+        if let Some(text) = (self.env)(&env) {
+            return Some(Raw {
+                text,
+                origin: format!("environment {env}"),
+            });
+        }
+        let (table, path) = self.file.as_ref()?;
+        let value = lookup(table, key.file)?;
+        let origin = format!("file {}", path.display());
+        match scalar_text(value) {
+            Some(text) => Some(Raw { text, origin }),
+            None => {
+                problems.push(format!(
+                    "{} (from {origin}): expected a string or a number, got a {}",
+                    key.file,
+                    value.type_str()
+                ));
+                None
+            }
+        }
+    }
+
+    /// The value of `key`: parsed from the most specific source, else `default`.
+    pub(super) fn get<T>(
+        &self,
+        key: Key,
+        default: T,
+        parse: impl Fn(&str) -> Result<T, String>,
+        problems: &mut Vec<String>,
+    ) -> T {
+        let Some(raw) = self.raw(key, problems) else {
+            return default;
+        };
+        match parse(raw.text.trim()) {
+            Ok(value) => value,
+            Err(why) => {
+                problems.push(format!(
+                    "{} = {:?} (from {}): {why}",
+                    key.file, raw.text, raw.origin
+                ));
+                default
+            }
+        }
+    }
+}
+
+pub(super) fn lookup<'t>(table: &'t toml::Table, dotted: &str) -> Option<&'t toml::Value> {
+    let mut parts = dotted.split('.');
+    let mut value = table.get(parts.next()?)?;
+    for part in parts {
+        value = value.as_table()?.get(part)?;
+    }
+    Some(value)
+}
+
+pub(super) fn scalar_text(value: &toml::Value) -> Option<String> {
+    match value {
+        toml::Value::String(s) => Some(s.clone()),
+        toml::Value::Integer(i) => Some(i.to_string()),
+        toml::Value::Float(f) => Some(f.to_string()),
+        toml::Value::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+pub(super) fn read_file(path: &Path) -> Result<toml::Table, ConfigError> {
+    let one = |why: String| ConfigError::Invalid(vec![why]);
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| one(format!("config file {}: {e}", path.display())))?;
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let position = e
+            .span()
+            .map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!(":{line}:{column}")
+            })
+            .unwrap_or_default();
+        one(format!(
+            "config file {}{position}: {}",
+            path.display(),
+            e.message().trim().replace('\n', " ")
+        ))
+    })?;
+    let mut problems = unknown_keys(&table, path);
+    if problems.is_empty() {
+        Ok(table)
+    } else {
+        problems.sort();
+        Err(ConfigError::Invalid(problems))
+    }
+}
+
+pub(super) fn unknown_keys(table: &toml::Table, path: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut check = |prefix: &str, table: &toml::Table, known: &[&str]| {
+        for key in table.keys() {
+            if !known.contains(&key.as_str()) {
+                problems.push(format!(
+                    "{prefix}{key} (in file {}): unknown key; known keys: {}",
+                    path.display(),
+                    known.join(", ")
+                ));
+            }
+        }
+    };
+    check("", table, TOP_LEVEL_KEYS);
+    if let Some(raft) = table.get("raft").and_then(toml::Value::as_table) {
+        check("raft.", raft, RAFT_KEYS);
+    }
+    if let Some(policy) = table.get("policy").and_then(toml::Value::as_table) {
+        check("policy.", policy, POLICY_KEYS);
+    }
+    if let Some(cluster) = table.get("cluster").and_then(toml::Value::as_table) {
+        check("cluster.", cluster, CLUSTER_KEYS);
+    }
+    if let Some(endpoints) = table.get("policies").and_then(toml::Value::as_table) {
+        for (endpoint, value) in endpoints {
+            if let Some(custom) = value.as_table() {
+                check(&format!("policies.{endpoint:?}."), custom, POLICY_KEYS);
+            }
+        }
+    }
+    for section in ["raft", "policy", "policies", "cluster"] {
+        if let Some(value) = table.get(section).filter(|v| !v.is_table()) {
+            problems.push(format!(
+                "{section} (in file {}): expected a table, got a {}",
+                path.display(),
+                value.type_str()
+            ));
+        }
+    }
+    problems
+}
