@@ -33,6 +33,7 @@ pub mod shutdown;
 pub mod stats;
 pub mod sweep;
 pub mod telemetry;
+pub mod tls;
 
 pub use cluster::{ClusterConfig, InitialMember};
 pub use config::{Config, ConfigError, LogFormat};
