@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds the idem image (deploy/docker/Dockerfile) and tags it idem:<version> and idem:latest.
 #
-#   deploy/docker/build.sh [--worktree] [-- extra docker build arguments]
+#   deploy/docker/build.sh [--ref REF | --worktree] [-- extra docker build arguments]
 #
-# Source: the committed tree (HEAD, exported with `git archive`), so the image is exactly a
-# commit whatever is being edited in the checkout; --worktree builds the working tree as it
-# is (tracked and untracked files that git does not ignore).
+# Source: a commit (HEAD, or --ref REF: a tag, branch or commit), exported with `git archive`,
+# so the image is exactly that commit whatever is being edited in the checkout; --worktree
+# builds the working tree as it is (tracked and untracked files that git does not ignore).
+# The recipe (this directory: Dockerfile, healthcheck.sh) always comes from this checkout,
+# so an older commit (a previous release, for an upgrade test) builds with today's recipe.
 #
 # Bases: RUST_IMAGE (builder, default rust:1.95-slim-bookworm) and BASE_IMAGE (runtime,
 # default debian:bookworm-slim). When the default of one is not in the local engine and no
@@ -15,6 +17,10 @@
 #   idem-base/rust:1.95-bookworm     the same plus the build packages (g++, pkg-config,
 #                                    librocksdb-dev, libclang-dev) and this machine's Rust
 #                                    toolchain (`rustc --print sysroot`, without its docs)
+# Crates: when cargo is on this machine, `cargo vendor` puts the locked crates into the
+# context and the build reads them from there (no crates.io access during `docker build`,
+# whose containers may not trust this machine's certificate authorities); IDEM_VENDOR=0
+# lets the builder fetch them itself.
 # Set RUST_IMAGE / BASE_IMAGE to use other bases (e.g. the public images where they can be
 # pulled). The compile runs at nice 19 (BUILD_NICE to change it).
 set -euo pipefail
@@ -26,12 +32,14 @@ LOCAL_BASE=idem-base/debian:bookworm-slim
 LOCAL_RUST=idem-base/rust:1.95-bookworm
 
 worktree=0
+ref=HEAD
 extra=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --worktree) worktree=1 ;;
+        --ref) ref="${2:?--ref needs a commit}"; shift ;;
         --) shift; extra=("$@"); break ;;
-        -h | --help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -101,7 +109,7 @@ rust_image() {
     echo "$LOCAL_RUST"
 }
 
-version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)"
+version="$(git -C "$ROOT" show "$ref:Cargo.toml" | sed -n 's/^version = "\(.*\)"/\1/p' | head -1)"
 [[ -n "$version" ]] || { say "no version in Cargo.toml"; exit 1; }
 
 base="$(base_image)"
@@ -114,8 +122,19 @@ if [[ "$worktree" == 1 ]]; then
     git -C "$ROOT" ls-files -z --cached --others --exclude-standard |
         (cd "$ROOT" && xargs -0 tar --ignore-failed-read -cf - 2>/dev/null) | tar -xf - -C "$context"
 else
-    say "context: HEAD ($(git -C "$ROOT" rev-parse --short HEAD))"
-    git -C "$ROOT" archive --format=tar HEAD | tar -xf - -C "$context"
+    say "context: $ref ($(git -C "$ROOT" rev-parse --short "$ref^{commit}"))"
+    git -C "$ROOT" archive --format=tar "$ref" | tar -xf - -C "$context"
+    rm -rf "$context/deploy/docker"
+    mkdir -p "$context/deploy"
+    cp -r "$ROOT/deploy/docker" "$context/deploy/docker"
+fi
+
+if [[ "${IDEM_VENDOR:-1}" == 1 ]] && command -v cargo >/dev/null; then
+    say "vendoring the locked crates"
+    mkdir -p "$context/.cargo"
+    (cd "$context" && cargo vendor --locked --quiet vendor >/dev/null)
+    printf '\n[source.crates-io]\nreplace-with = "vendored-sources"\n\n[source.vendored-sources]\ndirectory = "vendor"\n' \
+        >>"$context/.cargo/config.toml"
 fi
 
 say "building idem:$version (builder $rust, runtime $base)"
