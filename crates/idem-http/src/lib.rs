@@ -41,7 +41,8 @@ pub use ledger::{Ledger, LedgerError};
 pub use metrics::Metrics;
 pub use problem::{Problem, ProblemKind};
 pub use replay::{
-    Failure, JsonRender, Render, Replay, ReplayedFailure, Resource, IDEMPOTENT_REPLAYED,
+    Failure, JsonRender, Render, RenderFuture, Replay, ReplayedFailure, Resource,
+    IDEMPOTENT_REPLAYED,
 };
 
 /// Re-exported so that services name the same SDK and body types as the layer.

@@ -1,0 +1,55 @@
+//! `payments`: the example payment service and its fake card provider, in one process.
+//!
+//! ```sh
+//! cargo run --release -p payments -- --idem http://127.0.0.1:7400
+//! ```
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use clap::Parser;
+use idem_client::{Client, ClientOptions};
+use payments::provider::Provider;
+
+/// The example payment service behind the idem-http layer.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// idem API endpoints, comma-separated.
+    #[arg(
+        long,
+        env = "IDEM_ENDPOINTS",
+        default_value = "http://127.0.0.1:7400",
+        value_delimiter = ','
+    )]
+    idem: Vec<String>,
+    /// Address of the payment service.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Address of the fake card provider.
+    #[arg(long, default_value = "127.0.0.1:8090")]
+    provider_listen: SocketAddr,
+    /// The scope environment of the records.
+    #[arg(long, default_value = "test")]
+    environment: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let args = Args::parse();
+    let idem = Client::connect(args.idem.clone(), ClientOptions::default())?;
+    let provider = Arc::new(Provider::default()).router();
+    let provider_base = format!("http://{}", args.provider_listen);
+    let app = payments::app(idem, &provider_base, &args.environment);
+    tracing::info!(listen = %args.listen, provider = %args.provider_listen, idem = ?args.idem, "payments up");
+    tokio::try_join!(
+        payments::serve(args.provider_listen, provider),
+        payments::serve(args.listen, app),
+    )?;
+    Ok(())
+}
