@@ -1,0 +1,306 @@
+//! Authentication and authorization on a real node: who may call what, and that a refused
+//! call changes nothing (checked by reading the record back as its owner).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use idem_proto::v1 as pb;
+use idem_proto::v1::admin_client::AdminClient;
+use idem_proto::v1::idempotency_client::IdempotencyClient;
+use idem_proto::{reason, status};
+use idem_server::auth::{token_digest, AuthMode};
+use idem_server::config::AuthConfig;
+use idem_server::{Config, Node, NodeHandle};
+use tonic::metadata::MetadataValue;
+use tonic::transport::Channel;
+use tonic::{Code, Request};
+
+const ACME_WORKER: &str = "idem_acme_worker_token";
+const GLOBEX_WORKER: &str = "idem_globex_worker_token";
+const OPERATOR: &str = "idem_acme_operator_token";
+const ADMIN: &str = "idem_admin_token";
+
+fn credentials(dir: &Path) -> std::path::PathBuf {
+    let entry = |name: &str, token: &str, role: &str, tenants: &str| {
+        format!(
+            "[[token]]\nname = \"{name}\"\nsha256 = \"{}\"\nrole = \"{role}\"\ntenants = [{tenants}]\n\n",
+            token_digest(token)
+        )
+    };
+    let text = [
+        entry("acme-worker", ACME_WORKER, "worker", "\"acme\""),
+        entry("globex-worker", GLOBEX_WORKER, "worker", "\"globex\""),
+        entry("acme-operator", OPERATOR, "operator", "\"acme\""),
+        entry("root", ADMIN, "admin", "\"*\""),
+    ]
+    .concat();
+    let path = dir.join("credentials.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn start(dir: &Path) -> NodeHandle {
+    let any = "127.0.0.1:0".parse().unwrap();
+    let mut config = Config {
+        data_dir: dir.join("data"),
+        api_addr: any,
+        raft_addr: any,
+        http_addr: any,
+        auth: AuthConfig {
+            mode: AuthMode::On,
+            credentials: Some(credentials(dir)),
+        },
+        ..Config::default()
+    };
+    config.raft.heartbeat_interval = Duration::from_millis(50);
+    config.raft.election_timeout = Duration::from_millis(300);
+    let node = Node::start(config).await.expect("node starts");
+    node.wait_ready(Duration::from_secs(10)).await.unwrap();
+    node
+}
+
+async fn channel(node: &NodeHandle) -> Channel {
+    Channel::from_shared(format!("http://{}", node.api_addr()))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
+    let mut request = Request::new(message);
+    if let Some(token) = token {
+        let value = MetadataValue::try_from(format!("Bearer {token}")).unwrap();
+        request.metadata_mut().insert("authorization", value);
+    }
+    request
+}
+
+fn scope(tenant: &str) -> pb::Scope {
+    pb::Scope {
+        tenant: tenant.into(),
+        environment: "prod".into(),
+        actor: "user-1".into(),
+        endpoint: "POST /v1/charges".into(),
+    }
+}
+
+fn claim(tenant: &str, key: &str) -> pb::ClaimRequest {
+    pb::ClaimRequest {
+        scope: Some(scope(tenant)),
+        key: key.into(),
+        request: Some(pb::CanonicalRequest {
+            method: "POST".into(),
+            route: "/v1/charges".into(),
+            body_json: Some(br#"{"amount":1}"#.to_vec()),
+            schema_version: 1,
+            ..Default::default()
+        }),
+        holder: format!("holder-{key}"),
+        ..Default::default()
+    }
+}
+
+fn refused(status: &tonic::Status, code: Code, expected: &str) {
+    assert_eq!(status.code(), code, "{status:?}");
+    assert_eq!(
+        status::reason_of(status).as_deref(),
+        Some(expected),
+        "{status:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_reach_only_their_tenants_and_refusals_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = start(dir.path()).await;
+    let mut api = IdempotencyClient::new(channel(&node).await);
+
+    // No credential, an unknown token, a malformed header: UNAUTHENTICATED.
+    for token in [None, Some("idem_unknown")] {
+        let error = api
+            .claim(with_token(claim("acme", "k1"), token))
+            .await
+            .unwrap_err();
+        refused(&error, Code::Unauthenticated, reason::UNAUTHENTICATED);
+    }
+
+    let owned = api
+        .claim(with_token(claim("acme", "k1"), Some(ACME_WORKER)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(owned.outcome(), pb::ClaimOutcome::Acquired);
+
+    // Another tenant's worker: its scope, its fence, the record's operation id.
+    let intruder = Some(GLOBEX_WORKER);
+    let error = api
+        .claim(with_token(claim("acme", "k1"), intruder))
+        .await
+        .unwrap_err();
+    refused(&error, Code::PermissionDenied, reason::TENANT_FORBIDDEN);
+    let complete = pb::CompleteRequest {
+        scope: Some(scope("acme")),
+        key: "k1".into(),
+        fence: owned.fence,
+        result: Some(pb::StoredResult {
+            status_code: 201,
+            fields: HashMap::from([("planted".to_owned(), "yes".to_owned())]),
+            ..Default::default()
+        }),
+    };
+    let error = api
+        .complete(with_token(complete.clone(), intruder))
+        .await
+        .unwrap_err();
+    refused(&error, Code::PermissionDenied, reason::TENANT_FORBIDDEN);
+    let operation_id = owned.operation_id.clone();
+    let by_id = pb::GetOperationRequest {
+        operation_id: operation_id.clone(),
+    };
+    let error = api
+        .get_operation(with_token(by_id.clone(), intruder))
+        .await
+        .unwrap_err();
+    refused(&error, Code::PermissionDenied, reason::TENANT_FORBIDDEN);
+    let wait = pb::WaitRequest {
+        operation_id,
+        timeout_ms: 10,
+        ..Default::default()
+    };
+    let error = api.wait(with_token(wait, intruder)).await.unwrap_err();
+    refused(&error, Code::PermissionDenied, reason::TENANT_FORBIDDEN);
+    let batch = pb::BatchRequest {
+        calls: vec![pb::BatchCall {
+            request: Some(pb::batch_call::Request::Complete(complete.clone())),
+        }],
+    };
+    let replies = api
+        .batch(with_token(batch, intruder))
+        .await
+        .unwrap()
+        .into_inner()
+        .replies;
+    let Some(pb::batch_reply::Reply::Error(error)) = &replies[0].reply else {
+        panic!("a forbidden call in a batch is refused: {replies:?}");
+    };
+    refused(
+        &status::from_call_error(error.clone()),
+        Code::PermissionDenied,
+        reason::TENANT_FORBIDDEN,
+    );
+
+    // Nothing changed: the owner still sees its own record in progress, unplanted.
+    let record = api
+        .get_operation(with_token(by_id, Some(ACME_WORKER)))
+        .await
+        .unwrap()
+        .into_inner()
+        .record
+        .unwrap();
+    assert_eq!(record.fence, owned.fence);
+    assert!(record.result.is_none(), "{record:?}");
+    api.complete(with_token(complete, Some(ACME_WORKER)))
+        .await
+        .unwrap();
+    node.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_calls_need_their_role_and_operators_their_tenants() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = start(dir.path()).await;
+    let mut admin = AdminClient::new(channel(&node).await);
+
+    let error = admin
+        .status(with_token(pb::StatusRequest {}, Some(ACME_WORKER)))
+        .await
+        .unwrap_err();
+    refused(&error, Code::PermissionDenied, reason::ROLE_FORBIDDEN);
+    admin
+        .status(with_token(pb::StatusRequest {}, Some(OPERATOR)))
+        .await
+        .unwrap();
+
+    let list = |tenant: &str| pb::ListOperationsRequest {
+        tenant: tenant.into(),
+        ..Default::default()
+    };
+    admin
+        .list_operations(with_token(list("acme"), Some(OPERATOR)))
+        .await
+        .unwrap();
+    for tenant in ["globex", ""] {
+        let error = admin
+            .list_operations(with_token(list(tenant), Some(OPERATOR)))
+            .await
+            .unwrap_err();
+        refused(&error, Code::PermissionDenied, reason::TENANT_FORBIDDEN);
+    }
+
+    let mode = pb::SetModeRequest {
+        mode: pb::Mode::RegionAffinity.into(),
+    };
+    let error = admin
+        .set_mode(with_token(mode.clone(), Some(OPERATOR)))
+        .await
+        .unwrap_err();
+    refused(&error, Code::PermissionDenied, reason::ROLE_FORBIDDEN);
+    let config = admin
+        .get_cluster_config(with_token(pb::GetClusterConfigRequest {}, Some(ADMIN)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        config.mode(),
+        pb::Mode::Global,
+        "the refused change did nothing"
+    );
+    admin
+        .list_operations(with_token(list(""), Some(ADMIN)))
+        .await
+        .unwrap();
+    node.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_token_stops_working_within_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = start(dir.path()).await;
+    let mut api = IdempotencyClient::new(channel(&node).await);
+    api.claim(with_token(claim("acme", "r1"), Some(ACME_WORKER)))
+        .await
+        .unwrap();
+
+    // Rewrite the file without the acme worker.
+    let path = dir.path().join("credentials.toml");
+    let kept: String = std::fs::read_to_string(&path)
+        .unwrap()
+        .split("\n\n")
+        .filter(|entry| !entry.contains("acme-worker"))
+        .map(|entry| format!("{entry}\n\n"))
+        .collect();
+    std::fs::write(&path, kept).unwrap();
+    let revoked = std::time::Instant::now();
+    loop {
+        let result = api
+            .claim(with_token(claim("acme", "r2"), Some(ACME_WORKER)))
+            .await;
+        match result {
+            Err(error) if error.code() == Code::Unauthenticated => break,
+            _ => assert!(
+                revoked.elapsed() < Duration::from_secs(1),
+                "token still accepted after a second"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The health service stays open without credentials.
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel(&node).await);
+    health
+        .check(tonic_health::pb::HealthCheckRequest::default())
+        .await
+        .unwrap();
+    node.shutdown().await.unwrap();
+}
