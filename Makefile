@@ -48,3 +48,18 @@ python-test: ## The Python client's tests (clients/python) against real idemd pr
 bench: ## idem vs etcd side by side (3 nodes each, < 10 min; installs etcd-server when missing): scripts/bench/compare.sh.
 	@scripts/bootstrap.sh --bench
 	scripts/bench/compare.sh
+
+.PHONY: image compose-test deploy-check
+image: ## The container image idem:<version> from HEAD (deploy/docker/build.sh; makes its bases when no registry answers; ~14 min of both cores at nice 19).
+	@scripts/bootstrap.sh --deploy
+	deploy/docker/build.sh
+
+compose-test: ## 5 nodes in 3 regions on Docker Compose: idemctl session, leader kill, restart, down/up, teardown (~2 min; needs make image).
+	@scripts/bootstrap.sh --deploy
+	deploy/compose/test.sh
+
+deploy-check: ## Offline checks of deploy/: Kubernetes manifests against the schemas, systemd unit, compose file (~5 s; nothing is started).
+	@scripts/bootstrap.sh --deploy
+	deploy/k8s/check.sh
+	deploy/systemd/check.sh
+	docker-compose -f deploy/compose/docker-compose.yml config -q && echo "compose: ok: docker-compose.yml is valid"

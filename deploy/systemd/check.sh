@@ -5,7 +5,7 @@
 #   2. `systemd-analyze security --offline`: the exposure score must stay ≤ 2.0 ("OK");
 #   3. `systemd-sysusers --root` creates the user idem from idem.sysusers.conf in a scratch root;
 #   4. the example idemd.toml is a valid configuration (`idemd --print-config`), with the
-#      idemd of the target directory when it was built, else the idem image's.
+#      idem image's idemd when the image exists, else the target directory's.
 # Prints "N passed, 0 failed"; exits 1 at the first failure.
 set -euo pipefail
 
@@ -42,15 +42,19 @@ grep -q '^idem:x:[0-9]*:[0-9]*:idem node:/var/lib/idem:' "$scratch/root/etc/pass
 grep -q '^idem:' "$scratch/root/etc/group" || fail "sysusers did not create the group idem"
 pass "systemd-sysusers creates user and group idem"
 
-if [[ -x "$TARGET/release/idemd" ]]; then
+# The image's idemd first: it is built from a commit, where the target directory of a shared
+# checkout may hold a build of work in progress.
+if docker image inspect idem:latest >/dev/null 2>&1; then
+    # Without the image's IDEM_* defaults, which would override the file's keys.
+    out="$(docker run --rm -v "$HERE/idemd.toml:/etc/idem/idemd.toml:ro" --entrypoint env \
+        idem:latest -u IDEM_DATA_DIR -u IDEM_API_ADDR -u IDEM_HTTP_ADDR -u IDEM_LOG_FORMAT \
+        idemd --config /etc/idem/idemd.toml --print-config 2>&1)" || fail "idemd.toml: $out"
+    pass "idemd.toml is valid (idem:latest --print-config)"
+elif [[ -x "$TARGET/release/idemd" ]]; then
     out="$("$TARGET/release/idemd" --config "$HERE/idemd.toml" --print-config 2>&1)" ||
         fail "idemd.toml: $out"
     pass "idemd.toml is valid ($TARGET/release/idemd --print-config)"
-elif docker image inspect idem:latest >/dev/null 2>&1; then
-    out="$(docker run --rm -v "$HERE/idemd.toml:/etc/idem/idemd.toml:ro" idem:latest \
-        --config /etc/idem/idemd.toml --print-config 2>&1)" || fail "idemd.toml: $out"
-    pass "idemd.toml is valid (idem:latest --print-config)"
 else
-    fail "no idemd to check idemd.toml with: cargo build --release --bin idemd, or make image"
+    fail "no idemd to check idemd.toml with: make image, or cargo build --release --bin idemd"
 fi
 echo "$passed passed, 0 failed"
