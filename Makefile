@@ -54,9 +54,10 @@ image: ## The container image idem:<version> from HEAD (deploy/docker/build.sh; 
 	@scripts/bootstrap.sh --deploy
 	deploy/docker/build.sh
 
-compose-test: ## 5 nodes in 3 regions on Docker Compose: idemctl session, leader kill, restart, down/up, teardown (~2 min; needs make image).
+compose-test: ## The image in containers: 5 nodes in 3 regions on Docker Compose (session, leader kill, restart, down/up) and the Kubernetes pods' start script (~3 min; needs make image).
 	@scripts/bootstrap.sh --deploy
 	deploy/compose/test.sh
+	deploy/k8s/start-test.sh
 
 deploy-check: ## Offline checks of deploy/: Kubernetes manifests against the schemas, systemd unit, compose file (~5 s; nothing is started).
 	@scripts/bootstrap.sh --deploy

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Runs the pods' start script (base/idem-start.sh) in plain containers, as the StatefulSet
+# would, since no Kubernetes cluster is reachable here (part of make compose-test; ~1 min;
+# needs the image: make image).
+#
+# Each "pod" idem-N is a container with the StatefulSet's settings (user 10001, read-only
+# root, no capabilities, /data volume, the script from the ConfigMap); its fixed container
+# address stands for its per-pod Service's ClusterIP (IDEM_SELF_ADDR) and the list of all of
+# them for the client Service (IDEM_CLUSTER_ENDPOINTS). Checks:
+#   1. three pods started together: idem-0 bootstraps through the seed, the others join;
+#      three voters at their stable addresses, no seed left;
+#   2. a record written; idem-1 restarted: it starts from its volume and catches up;
+#   3. idem-2 recreated with an empty volume: removed and added again, caught up;
+#   4. a fourth pod (the five overlay's growth): it adds itself as a voter;
+#   5. every pod restarted at once: the cluster comes back and replays the record.
+# Prints "N passed, 0 failed"; exits 1 at the first failed check; removes its containers,
+# volumes and network (IDEM_K8S_TEST_NET, default 172.29.84) at the end.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+IMAGE="${IDEM_IMAGE:-idem:latest}"
+NET="${IDEM_K8S_TEST_NET:-172.29.84}"
+NAME=idem-k8s-start-test
+ENDPOINTS="$NET.10:7400,$NET.11:7400,$NET.12:7400,$NET.13:7400"
+passed=0
+
+say() { echo "k8s-start-test: $*" >&2; }
+pass() { passed=$((passed + 1)); say "ok: $*"; }
+fail() {
+    say "FAILED: $*"
+    for o in 0 1 2 3; do
+        docker logs --tail=15 "$NAME-$o" 2>&1 | grep -v '"level":"INFO"' | sed "s/^/idem-$o: /" >&2 || true
+    done
+    echo "$passed passed, 1 failed"
+    exit 1
+}
+
+cleanup() {
+    local o
+    for o in 0 1 2 3; do
+        docker rm -f "$NAME-$o" >/dev/null 2>&1 || true
+        docker volume rm "$NAME-$o" >/dev/null 2>&1 || true
+    done
+    docker network rm "$NAME" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+docker image inspect "$IMAGE" >/dev/null 2>&1 || { say "no image $IMAGE: make image"; exit 2; }
+cleanup
+docker network create --subnet "$NET.0/24" "$NAME" >/dev/null
+
+pod() { # ordinal: (re)creates the container of pod idem-<ordinal>
+    docker rm -f "$NAME-$1" >/dev/null 2>&1 || true
+    docker run -d --name "$NAME-$1" --network "$NAME" --ip "$NET.1$1" \
+        --user 10001:10001 --read-only --tmpfs /tmp --cap-drop ALL \
+        --security-opt no-new-privileges \
+        -v "$NAME-$1:/data" -v "$HERE/base/idem-start.sh:/scripts/idem-start.sh:ro" \
+        -e POD_NAME="idem-$1" -e POD_NAMESPACE=test -e IDEM_REGION=local \
+        -e IDEM_DATA_DIR=/data -e IDEM_LOG_FORMAT=json \
+        -e IDEM_SELF_ADDR="$NET.1$1" -e IDEM_CLUSTER_ENDPOINTS="$ENDPOINTS" \
+        --entrypoint /bin/bash "$IMAGE" /scripts/idem-start.sh >/dev/null
+}
+
+ctl() {
+    docker run --rm --network "$NAME" -e IDEMCTL_ENDPOINTS="$ENDPOINTS" \
+        -e IDEMCTL_TENANT=t -e IDEMCTL_ENV=test -e IDEMCTL_ACTOR=ops \
+        -e "IDEMCTL_ENDPOINT=POST /v1/charges" --entrypoint idemctl "$IMAGE" -w json "$@"
+}
+
+# members_ok N: the leader lists exactly ids 1..N, all voters, at their stable addresses,
+# caught up (lag 0).
+members_ok() {
+    ctl member list 2>/dev/null | python3 -c '
+import json, sys
+n, net = int(sys.argv[1]), sys.argv[2]
+d = json.load(sys.stdin)
+members = {m["id"]: m for m in d["members"]}
+assert sorted(members) == list(range(1, n + 1)), sorted(members)
+for i, m in members.items():
+    assert m["voter"], m
+    assert m["raft_addr"] == f"{net}.{9 + i}:7410" and m["api_addr"] == f"{net}.{9 + i}:7400", m
+    assert m.get("lag") in (0, None), m
+' "$1" "$NET" 2>/dev/null
+}
+
+wait_members() {
+    local deadline=$((SECONDS + $2))
+    until members_ok "$1"; do
+        ((SECONDS < deadline)) || fail "$3: members: $(ctl member list 2>&1 | head -c 600)"
+        sleep 2
+    done
+}
+
+logged() { # ordinal text: the pod's log has the text (read whole: grep -q would cut the pipe)
+    local log
+    log="$(docker logs "$NAME-$1" 2>&1)"
+    [[ "$log" == *"$2"* ]]
+}
+
+replays() {
+    local deadline=$((SECONDS + 30)) out
+    until out="$(ctl claim --key k8s-1 --body '{"n":1}' 2>/dev/null)" &&
+        [[ "$out" == *'"outcome":"COMPLETED"'* && "$out" == *'"resource_id":"r1"'* ]]; do
+        ((SECONDS < deadline)) || fail "$1: no replay of k8s-1: $out"
+        sleep 1
+    done
+}
+
+started=$SECONDS
+say "1. three pods at once"
+pod 0; pod 1; pod 2
+wait_members 3 120 "bootstrap"
+logged 0 "bootstraps it through a seed node" || fail "idem-0 did not bootstrap through the seed"
+logged 1 "node 2 is a voter" && logged 2 "node 3 is a voter" || fail "idem-1/idem-2 did not join"
+pass "idem-0 bootstrapped, idem-1 and idem-2 joined: 3 voters at stable addresses in $((SECONDS - started))s"
+
+say "2. a record; idem-1 restarted"
+out="$(ctl claim --key k8s-1 --body '{"n":1}')" || fail "claim: $out"
+fence="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["fence"])' <<<"$out")"
+ctl complete --key k8s-1 --fence "$fence" --status 200 --resource-id r1 >/dev/null || fail "complete"
+docker restart "$NAME-1" >/dev/null
+wait_members 3 60 "restart"
+logged 1 "data directory in use, starting" || fail "idem-1 did not start from its volume"
+replays "restart"
+pass "idem-1 restarted from its volume, caught up"
+
+say "3. idem-2 with an empty volume"
+docker rm -f "$NAME-2" >/dev/null
+docker volume rm "$NAME-2" >/dev/null
+pod 2
+sleep 3
+wait_members 3 90 "empty volume"
+logged 2 "still a member but its volume is empty" || fail "idem-2 was not removed and added again"
+pass "idem-2 removed and added again, caught up"
+
+say "4. a fourth pod"
+pod 3
+wait_members 4 90 "growth"
+pass "idem-3 added itself as voter 4"
+
+say "5. every pod restarted at once"
+docker restart "$NAME-0" "$NAME-1" "$NAME-2" "$NAME-3" >/dev/null
+wait_members 4 90 "full restart"
+replays "full restart"
+pass "the cluster came back and replays k8s-1 ($((SECONDS - started))s in all)"
+echo "$passed passed, 0 failed"
