@@ -289,3 +289,147 @@ async fn long_handlers_keep_their_lease() {
     assert_eq!(slow.await.unwrap().status, StatusCode::CREATED);
     assert_eq!(script.runs(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_that_goes_away_does_not_cancel_the_handler() {
+    let node = node();
+    let script = Arc::new(Script::default());
+    script.push(&[Behavior::Sleep(Duration::from_millis(500))]);
+    let app = app(client(vec![node.endpoint()]), policy(), script.clone());
+    // The caller gives up after 100 ms: its future is dropped mid-handler.
+    let call = Call::charge("gone-1", BODY);
+    let gave_up = tokio::time::timeout(Duration::from_millis(100), call.send(&app)).await;
+    assert!(gave_up.is_err());
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // The handler finished and its result was stored.
+    let retry = Call::charge("gone-1", BODY).send(&app).await;
+    assert_eq!(retry.status, StatusCode::CREATED, "{retry:?}");
+    assert!(retry.replayed());
+    assert_eq!(script.runs(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_handler_past_its_budget_is_504_and_retried() {
+    let node = node();
+    let script = Arc::new(Script::default());
+    script.push(&[Behavior::Sleep(Duration::from_secs(2))]);
+    let budget = idem_http::RoutePolicy {
+        handler_timeout: Some(Duration::from_millis(200)),
+        ..policy()
+    };
+    let app = app(client(vec![node.endpoint()]), budget, script.clone());
+    let slow = Call::charge("slow-1", BODY).send(&app).await;
+    assert_eq!(slow.status, StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(
+        slow.problem_type(),
+        Some("urn:idem:problem:handler-timeout")
+    );
+    let retry = Call::charge("slow-1", BODY).send(&app).await;
+    assert_eq!(retry.status, StatusCode::CREATED, "{retry:?}");
+    assert!(!retry.replayed());
+    assert_eq!(script.runs(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_unknown_high_risk_outcome_awaits_reconciliation() {
+    use idem_client::ClaimRequest;
+    use idem_core::fingerprint::CanonicalRequest;
+    use idem_core::{IdempotencyKey, RecordKey, Risk, Scope};
+
+    let node = node();
+    let client = client(vec![node.endpoint()]);
+    // A worker of the same service claimed this request, recorded CALLING and died: its
+    // 300 ms lease expires with the outcome unknown.
+    let scope = Scope::new(
+        "acme",
+        "test",
+        "user-42",
+        format!("POST {}", support::ROUTE),
+    )
+    .unwrap();
+    let target = RecordKey::new(scope, IdempotencyKey::new("unknown-1").unwrap());
+    let request = CanonicalRequest::new("POST", support::ROUTE)
+        .unwrap()
+        .with_path_param("account", "a1")
+        .with_json_body(BODY);
+    let claim = ClaimRequest::for_request(target.clone(), &request, 1)
+        .unwrap()
+        .risk(Risk::High)
+        .lease(Duration::from_millis(300));
+    let fence = client.claim(claim).await.unwrap().fence().unwrap();
+    client.record_calling(&target, fence, None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+
+    let script = Arc::new(Script::default());
+    let app = app(client.clone(), support::high_risk(), script.clone());
+    let answer = Call::charge("unknown-1", BODY).send(&app).await;
+    assert_eq!(answer.status, StatusCode::CONFLICT, "{answer:?}");
+    assert_eq!(
+        answer.problem_type(),
+        Some("urn:idem:problem:needs-reconciliation")
+    );
+    let unavailable = idem_http::RoutePolicy {
+        reconciliation_status: StatusCode::SERVICE_UNAVAILABLE,
+        ..support::high_risk()
+    };
+    let app = support::app(client, unavailable, script.clone());
+    let answer = Call::charge("unknown-1", BODY).send(&app).await;
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(answer.header("retry-after").is_some());
+    assert_eq!(script.runs(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn works_in_a_plain_tower_stack() {
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Full};
+    use idem_http::{Body, Config, IdempotencyLayer, Ledger, Principal};
+    use tower::{ServiceBuilder, ServiceExt};
+
+    let node = node();
+    let config = Config::new("test")
+        .route(http::Method::POST, support::ROUTE, policy())
+        .unwrap();
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = runs.clone();
+    // No axum router: the layer matches the template itself.
+    let service = ServiceBuilder::new()
+        .layer(IdempotencyLayer::new(client(vec![node.endpoint()]), config))
+        .service_fn(move |request: http::Request<Body>| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let ledger = request.extensions().get::<Ledger>().cloned();
+                let body = ledger.map(|l| l.downstream_key()).unwrap_or_default();
+                let mut response = http::Response::new(Body::from(body));
+                *response.status_mut() = StatusCode::CREATED;
+                Ok::<_, std::convert::Infallible>(response)
+            }
+        });
+    let send = |path: &'static str| {
+        let service = service.clone();
+        async move {
+            let request = http::Request::post(path)
+                .header("idempotency-key", "\"plain-1\"")
+                .extension(Principal {
+                    tenant: "acme".into(),
+                    actor: "user-1".into(),
+                })
+                .body(Full::new(Bytes::from_static(BODY.as_bytes())))
+                .unwrap();
+            let response = service.oneshot(request).await.unwrap();
+            let replayed = response.headers().contains_key("idempotent-replayed");
+            let status = response.status();
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            (status, replayed, body)
+        }
+    };
+    let (status, replayed, operation) = send("/v1/accounts/a1/charges").await;
+    assert_eq!((status, replayed), (StatusCode::CREATED, false));
+    assert_eq!(operation.len(), 36, "the handler saw its ledger");
+    let (status, replayed, _) = send("/v1/accounts/a1/charges").await;
+    assert_eq!((status, replayed), (StatusCode::CREATED, true));
+    let (status, _, _) = send("/v1/accounts/a2/charges").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
