@@ -30,6 +30,7 @@ mod layer;
 pub mod ledger;
 pub mod metrics;
 pub mod outcome;
+mod owner;
 pub mod problem;
 pub mod replay;
 pub mod route;
