@@ -11,7 +11,8 @@
 #  4. docker kill of the leader's container; the cluster elects another leader and keeps
 #     answering the stored result of every key; a new key is written without that node;
 #  5. restarts the killed container and waits until it is healthy and has caught up;
-#  6. down (volumes kept) and up again; every record is still there with its result;
+#  6. down (volumes kept) and up again; every record is still there with its result, and the
+#     only volumes are the nodes' five;
 #  7. down -v: containers, network and volumes removed (also on failure or interrupt).
 #
 # Its own project (idem-compose-test) and /24 (IDEM_COMPOSE_NET, default 172.29.86), so a
@@ -40,7 +41,7 @@ fail() {
 }
 
 cleanup() {
-    docker rm -f "$COMPOSE_PROJECT_NAME-ctl" >/dev/null 2>&1 || true
+    docker rm -f -v "$COMPOSE_PROJECT_NAME-ctl" >/dev/null 2>&1 || true
     "${compose[@]}" --profile tools down -v --remove-orphans >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -53,7 +54,7 @@ cleanup
 # A long-lived idemctl container on the cluster's network (docker exec is much faster than
 # a `run` per command).
 ctl_up() {
-    docker rm -f "$COMPOSE_PROJECT_NAME-ctl" >/dev/null 2>&1 || true
+    docker rm -f -v "$COMPOSE_PROJECT_NAME-ctl" >/dev/null 2>&1 || true
     "${compose[@]}" run -d --name "$COMPOSE_PROJECT_NAME-ctl" --entrypoint sleep idemctl infinity >/dev/null
 }
 ctl() { docker exec "$COMPOSE_PROJECT_NAME-ctl" idemctl -w json "$@"; }
@@ -155,14 +156,20 @@ done
 pass "n$old back, every node reachable and caught up"
 
 say "6. down and up again (volumes kept)"
-docker rm -f "$COMPOSE_PROJECT_NAME-ctl" >/dev/null
+docker rm -f -v "$COMPOSE_PROJECT_NAME-ctl" >/dev/null
 "${compose[@]}" down >/dev/null 2>&1
 "${compose[@]}" up -d >/dev/null 2>&1
 wait_healthy "1 2 3 4 5"
 ctl_up
 check_replays
 claim_until during-outage '{"x":1}' COMPLETED >/dev/null
-pass "after down/up: all $((RECORDS + 2)) records there with their results"
+# The only volumes are the nodes' named ones (the holders and idemctl have a tmpfs at /data).
+for c in $("${compose[@]}" ps -q) "$COMPOSE_PROJECT_NAME-ctl"; do
+    for v in $(docker inspect -f '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}' "$c"); do
+        [[ "$v" =~ ^${COMPOSE_PROJECT_NAME}_n[1-5]-data$ ]] || fail "container $c has volume $v"
+    done
+done
+pass "after down/up: all $((RECORDS + 2)) records there with their results; only the nodes' volumes"
 
 say "7. down -v"
 cleanup
