@@ -139,6 +139,8 @@ pub(crate) struct Report<'a> {
     pub(crate) dirty_files: u64,
     /// Their cached bytes.
     pub(crate) dirty_bytes: u64,
+    /// Namespace operations waiting for a directory fsync (strict mode), or `None`.
+    pub(crate) unsynced_names: Option<usize>,
 }
 
 impl fmt::Display for Report<'_> {
@@ -154,6 +156,10 @@ impl fmt::Display for Report<'_> {
         writeln!(f, "fail-write {}", self.switches.fail_write().name())?;
         writeln!(f, "dirty-files {}", self.dirty_files)?;
         writeln!(f, "dirty-bytes {}", self.dirty_bytes)?;
+        match self.unsynced_names {
+            Some(names) => writeln!(f, "unsynced-names {names}")?,
+            None => writeln!(f, "unsynced-names off")?,
+        }
         writeln!(f, "fsyncs {}", load(&s.fsyncs))?;
         writeln!(f, "dir-fsyncs {}", load(&s.dir_fsyncs))?;
         writeln!(f, "failed-fsyncs {}", load(&s.failed_fsyncs))?;

@@ -5,8 +5,8 @@
 //! unchanged, so every call behaves as on a local disk except durability. Data writes and
 //! size changes stay in [`Volatile`] until an fsync of the file; namespace operations
 //! (create, mkdir, rename, unlink, rmdir, symlink) are applied to the backing directory at
-//! once and are therefore durable when they return, which is kinder than a real disk (see
-//! docs/guarantees.md). Every file is opened with `FOPEN_DIRECT_IO` and attributes and
+//! once, and are durable when they return unless the strict mode records them in a
+//! [`Journal`] until their directory is fsynced (see docs/guarantees.md). Every file is opened with `FOPEN_DIRECT_IO` and attributes and
 //! names are not cached by the kernel, so no kernel page cache can keep showing data after a
 //! `clear-cache`. File locks are left to the kernel (fuser does not negotiate
 //! `FUSE_POSIX_LOCKS`/`FUSE_FLOCK_LOCKS`), which enforces them on the mount locally.
@@ -29,8 +29,12 @@ use rustix::fs::OFlags;
 
 use crate::faults::{Command, Report, Stats, Switches, WriteFault};
 use crate::inodes::{Inodes, CONTROL, ROOT};
+use crate::namespace::{Journal, TRASH};
 use crate::volatile::{read_full_at, Volatile};
 use crate::CONTROL_FILE;
+
+/// The root's inode number as FUSE types it.
+const ROOT_INO: INodeNo = INodeNo(ROOT);
 
 /// Attributes and entries are not cached by the kernel: sizes change under it on a clear.
 const TTL: Duration = Duration::ZERO;
@@ -59,6 +63,8 @@ pub(crate) struct FaultFs {
     inodes: Mutex<Inodes>,
     /// Open files.
     handles: Mutex<Handles>,
+    /// Namespace operations not yet made durable, in strict mode.
+    names: Option<Mutex<Journal>>,
     /// The volatile layer of every file written or truncated since the mount or last clear.
     cache: Mutex<HashMap<u64, Arc<Mutex<Volatile>>>>,
     /// The faults in force.
@@ -68,11 +74,18 @@ pub(crate) struct FaultFs {
 }
 
 impl FaultFs {
-    /// A filesystem over `root`.
-    pub(crate) fn new(root: PathBuf, sync_backing: bool) -> Self {
-        FaultFs {
+    /// A filesystem over `root`; with `strict_names`, namespace operations need a directory
+    /// fsync to survive a power loss.
+    pub(crate) fn new(root: PathBuf, sync_backing: bool, strict_names: bool) -> io::Result<Self> {
+        let names = if strict_names {
+            Some(Mutex::new(Journal::new(&root)?))
+        } else {
+            None
+        };
+        Ok(FaultFs {
             root,
             sync_backing,
+            names,
             inodes: Mutex::new(Inodes::new()),
             handles: Mutex::new(Handles {
                 next: 1,
@@ -81,6 +94,18 @@ impl FaultFs {
             cache: Mutex::new(HashMap::new()),
             switches: Switches::default(),
             stats: Stats::default(),
+        })
+    }
+
+    /// Whether `name` in `parent` is one of the filesystem's own (control file, trash).
+    fn reserved(parent: INodeNo, name: &OsStr) -> bool {
+        parent.0 == ROOT && (name == CONTROL_FILE || name == TRASH)
+    }
+
+    /// Records a creation at `rel` (strict mode).
+    fn record_created(&self, rel: &Path) {
+        if let Some(names) = &self.names {
+            names.lock().unwrap().created(rel);
         }
     }
 
@@ -197,8 +222,14 @@ impl FaultFs {
         }
     }
 
-    /// `clear-cache`: every unsynced write is dropped.
-    fn clear_cache(&self) {
+    /// `clear-cache`: every unsynced write (and, in strict mode, every namespace operation
+    /// no directory fsync made durable) is dropped.
+    fn clear_cache(&self) -> io::Result<()> {
+        if let Some(names) = &self.names {
+            let undone = names.lock().unwrap().undo()?;
+            self.inodes.lock().unwrap().forget_paths();
+            tracing::info!(undone, "namespace operations undone");
+        }
         let dropped: HashMap<_, _> = std::mem::take(&mut *self.cache.lock().unwrap());
         let bytes: u64 = dropped
             .values()
@@ -209,6 +240,7 @@ impl FaultFs {
             .dropped_bytes
             .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
         tracing::info!(files = dropped.len(), bytes, "cache cleared");
+        Ok(())
     }
 
     /// `checkpoint`: every file's unsynced writes are persisted.
@@ -216,6 +248,9 @@ impl FaultFs {
         let layers: Vec<_> = self.cache.lock().unwrap().values().cloned().collect();
         for layer in layers {
             layer.lock().unwrap().flush(self.sync_backing)?;
+        }
+        if let Some(names) = &self.names {
+            names.lock().unwrap().commit_all()?;
         }
         Ok(())
     }
@@ -235,7 +270,7 @@ impl FaultFs {
         for command in commands {
             tracing::info!(?command, "control command");
             match command {
-                Command::ClearCache => self.clear_cache(),
+                Command::ClearCache => self.clear_cache()?,
                 Command::Checkpoint => self.checkpoint()?,
                 Command::FailFsync(on) => self.switches.set_fail_fsync(on),
                 Command::FailWrite(fault) => self.switches.set_fail_write(fault),
@@ -255,11 +290,13 @@ impl FaultFs {
                 dirty_bytes += layer.cached_bytes();
             }
         }
+        let unsynced_names = self.names.as_ref().map(|n| n.lock().unwrap().pending());
         Report {
             switches: &self.switches,
             stats: &self.stats,
             dirty_files,
             dirty_bytes,
+            unsynced_names,
         }
         .to_string()
     }
@@ -322,7 +359,9 @@ impl FaultFs {
         let rel = self.rel(ino)?;
         let mut names: Vec<_> = fs::read_dir(self.abs(&rel))?
             .filter_map(Result::ok)
-            .filter(|e| !(rel.as_os_str().is_empty() && e.file_name() == CONTROL_FILE))
+            .filter(|e| {
+                !(rel.as_os_str().is_empty() && FaultFs::reserved(ROOT_INO, &e.file_name()))
+            })
             .map(|e| {
                 let kind = e
                     .file_type()
@@ -354,6 +393,7 @@ impl FaultFs {
         exclusive: bool,
     ) -> Result<(PathBuf, File), Errno> {
         let rel = self.child(parent, name)?;
+        let existed = fs::symlink_metadata(self.abs(&rel)).is_ok();
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -361,6 +401,9 @@ impl FaultFs {
             .create_new(exclusive)
             .mode(mode & 0o7777)
             .open(self.abs(&rel))?;
+        if exclusive || !existed {
+            self.record_created(&rel);
+        }
         Ok((rel, file))
     }
 }
@@ -414,6 +457,9 @@ impl Filesystem for FaultFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         if parent.0 == ROOT && name == CONTROL_FILE {
             return reply.entry(&TTL, &self.control_attr(), Generation(0));
+        }
+        if FaultFs::reserved(parent, name) {
+            return reply.error(Errno::ENOENT);
         }
         let result = self.child(parent, name).and_then(|rel| self.attr_at(&rel));
         answer!(reply, result, |attr| reply.entry(
@@ -523,6 +569,7 @@ impl Filesystem for FaultFs {
             fs::DirBuilder::new()
                 .mode(mode & !umask & 0o7777)
                 .create(self.abs(&rel))?;
+            self.record_created(&rel);
             self.attr_at(&rel)
         });
         answer!(reply, result, |attr| reply.entry(
@@ -534,7 +581,10 @@ impl Filesystem for FaultFs {
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.child(parent, name).and_then(|rel| {
-            fs::remove_file(self.abs(&rel))?;
+            match &self.names {
+                Some(names) => names.lock().unwrap().remove(&rel, false)?,
+                None => fs::remove_file(self.abs(&rel))?,
+            }
             let ino = self.inodes.lock().unwrap().detach(&rel);
             self.forget_if_closed(ino);
             Ok(())
@@ -544,7 +594,10 @@ impl Filesystem for FaultFs {
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let result = self.child(parent, name).and_then(|rel| {
-            fs::remove_dir(self.abs(&rel))?;
+            match &self.names {
+                Some(names) => names.lock().unwrap().remove(&rel, true)?,
+                None => fs::remove_dir(self.abs(&rel))?,
+            }
             self.inodes.lock().unwrap().detach(&rel);
             Ok(())
         });
@@ -561,6 +614,7 @@ impl Filesystem for FaultFs {
     ) {
         let result = self.child(parent, link_name).and_then(|rel| {
             std::os::unix::fs::symlink(target, self.abs(&rel))?;
+            self.record_created(&rel);
             self.attr_at(&rel)
         });
         answer!(reply, result, |attr| reply.entry(
@@ -586,9 +640,17 @@ impl Filesystem for FaultFs {
             if flags.contains(rustix::fs::RenameFlags::EXCHANGE) {
                 return Err(Errno::EINVAL);
             }
-            let cwd = rustix::fs::CWD;
-            rustix::fs::renameat_with(cwd, self.abs(&from), cwd, self.abs(&to), flags)
-                .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+            if FaultFs::reserved(newparent, newname) {
+                return Err(Errno::EPERM);
+            }
+            if let Some(names) = &self.names {
+                let noreplace = flags.contains(rustix::fs::RenameFlags::NOREPLACE);
+                names.lock().unwrap().rename(&from, &to, noreplace)?;
+            } else {
+                let cwd = rustix::fs::CWD;
+                rustix::fs::renameat_with(cwd, self.abs(&from), cwd, self.abs(&to), flags)
+                    .map_err(|e| Errno::from_i32(e.raw_os_error()))?;
+            }
             let replaced = self.inodes.lock().unwrap().rename(&from, &to);
             self.forget_if_closed(replaced);
             Ok(())
@@ -777,12 +839,15 @@ impl Filesystem for FaultFs {
         if self.fsync_fault() {
             return reply.error(Errno::EIO);
         }
-        let result = if self.sync_backing {
-            self.rel(ino)
-                .and_then(|rel| Ok(File::open(self.abs(&rel))?.sync_all()?))
-        } else {
+        let result = self.rel(ino).and_then(|rel| {
+            if self.sync_backing {
+                File::open(self.abs(&rel))?.sync_all()?;
+            }
+            if let Some(names) = &self.names {
+                names.lock().unwrap().commit(&rel)?;
+            }
             Ok(())
-        };
+        });
         if result.is_ok() {
             Stats::bump(&self.stats.dir_fsyncs);
         }

@@ -56,6 +56,15 @@ impl Inodes {
         ino
     }
 
+    /// Forgets every path (after a power loss moved names around); numbers handed out
+    /// before are never handed out again.
+    pub(crate) fn forget_paths(&mut self) {
+        self.paths.clear();
+        self.numbers.clear();
+        self.paths.insert(ROOT, PathBuf::new());
+        self.numbers.insert(PathBuf::new(), ROOT);
+    }
+
     /// `path` was removed: its number (if any) loses its path. Returns the number.
     pub(crate) fn detach(&mut self, path: &Path) -> Option<u64> {
         let ino = self.numbers.remove(path)?;

@@ -19,6 +19,7 @@ mod error;
 mod faults;
 mod fs;
 mod inodes;
+mod namespace;
 mod volatile;
 
 use std::io::{Read, Write};
@@ -39,6 +40,10 @@ pub struct Options {
     pub sync_backing: bool,
     /// FUSE request threads.
     pub threads: usize,
+    /// Strict namespace durability: a create, mkdir, symlink, rename, unlink or rmdir
+    /// survives a power loss only if its directory was fsynced after it (POSIX's rule).
+    /// Off: namespace operations are durable when they return.
+    pub lose_unsynced_names: bool,
 }
 
 impl Default for Options {
@@ -46,6 +51,7 @@ impl Default for Options {
         Options {
             sync_backing: false,
             threads: 4,
+            lose_unsynced_names: false,
         }
     }
 }
@@ -80,7 +86,7 @@ impl Mount {
 
 /// Mounts a faultfs of `backing` on `mountpoint` and serves it from background threads.
 pub fn mount(backing: &Path, mountpoint: &Path, options: &Options) -> Result<Mount, FaultfsError> {
-    let fs = fs::FaultFs::new(absolute(backing)?, options.sync_backing);
+    let fs = filesystem(backing, options)?;
     let session = fuser::spawn_mount(fs, mountpoint, &config(options, false))
         .map_err(FaultfsError::io("mount", mountpoint))?;
     Ok(Mount {
@@ -92,7 +98,7 @@ pub fn mount(backing: &Path, mountpoint: &Path, options: &Options) -> Result<Mou
 /// Mounts a faultfs of `backing` on `mountpoint` and serves it until it is unmounted
 /// (`fusermount3 -u`); the mount also goes away when the process dies.
 pub fn serve(backing: &Path, mountpoint: &Path, options: &Options) -> Result<(), FaultfsError> {
-    let fs = fs::FaultFs::new(absolute(backing)?, options.sync_backing);
+    let fs = filesystem(backing, options)?;
     fuser::mount(fs, mountpoint, &config(options, true))
         .map_err(FaultfsError::io("serve", mountpoint))
 }
@@ -138,6 +144,17 @@ fn config(options: &Options, auto_unmount: bool) -> fuser::Config {
     config.acl = fuser::SessionACL::All;
     config.n_threads = Some(options.threads.max(1));
     config
+}
+
+/// The filesystem over `backing`.
+fn filesystem(backing: &Path, options: &Options) -> Result<fs::FaultFs, FaultfsError> {
+    let root = absolute(backing)?;
+    fs::FaultFs::new(
+        root.clone(),
+        options.sync_backing,
+        options.lose_unsynced_names,
+    )
+    .map_err(FaultfsError::io("prepare the trash directory in", &root))
 }
 
 /// `path` made absolute (the daemon must not depend on its working directory).

@@ -41,6 +41,10 @@ enum Action {
         /// FUSE request threads.
         #[arg(long, default_value_t = 4)]
         threads: usize,
+        /// Strict POSIX namespace durability: creates, renames and removals are undone by a
+        /// power loss unless their directory was fsynced after them.
+        #[arg(long)]
+        lose_unsynced_names: bool,
     },
     /// Send a command to a mounted faultfs and print its report.
     Ctl {
@@ -88,10 +92,12 @@ fn run(action: Action) -> Result<(), FaultfsError> {
             mountpoint,
             sync_backing,
             threads,
+            lose_unsynced_names,
         } => {
             let options = Options {
                 sync_backing,
                 threads,
+                lose_unsynced_names,
             };
             tracing::info!(backing = %backing.display(), mountpoint = %mountpoint.display(), "serving");
             idem_faultfs::serve(&backing, &mountpoint, &options)

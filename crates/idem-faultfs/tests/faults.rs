@@ -234,3 +234,72 @@ fn control_file_refuses_unknown_commands_and_stays_hidden() {
     let stat = rustix::fs::statvfs(fx.mnt()).unwrap();
     assert!(stat.f_blocks > 0, "statfs passes through");
 }
+
+/// Strict mode: names need a directory fsync. The safe rename pattern survives, a rename,
+/// create or unlink in a directory nobody fsynced is undone, data synced under a name that
+/// was never made durable is gone with the name.
+#[test]
+fn strict_mode_undoes_namespace_operations_not_followed_by_a_directory_fsync() {
+    let Some(fx) = Fixture::strict() else { return };
+    fs::create_dir(fx.path("dir")).unwrap();
+    File::open(fx.mnt()).unwrap().sync_all().unwrap();
+    write_file(&fx.path("dir/CURRENT"), b"MANIFEST-1\n", true);
+    write_file(&fx.path("dir/doomed"), b"bye", true);
+    File::open(fx.path("dir")).unwrap().sync_all().unwrap();
+    // Durable: write, fsync, rename over, fsync the directory.
+    write_file(&fx.path("dir/tmp"), b"MANIFEST-2\n", true);
+    fs::rename(fx.path("dir/tmp"), fx.path("dir/CURRENT")).unwrap();
+    File::open(fx.path("dir")).unwrap().sync_all().unwrap();
+    // Not durable: no directory fsync after these.
+    write_file(&fx.path("dir/tmp"), b"MANIFEST-3\n", true);
+    fs::rename(fx.path("dir/tmp"), fx.path("dir/CURRENT")).unwrap();
+    write_file(&fx.path("dir/new"), b"synced data, unsynced name", true);
+    fs::remove_file(fx.path("dir/doomed")).unwrap();
+    fs::create_dir(fx.path("other")).unwrap();
+    assert_eq!(fs::read(fx.path("dir/CURRENT")).unwrap(), b"MANIFEST-3\n");
+    assert_eq!(fx.counter("unsynced-names"), 5);
+    let names: Vec<_> = fs::read_dir(fx.mnt())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["dir", "other"], "the trash is hidden");
+
+    fx.control("clear-cache");
+    assert_eq!(fs::read(fx.path("dir/CURRENT")).unwrap(), b"MANIFEST-2\n");
+    assert_eq!(fs::read(fx.path("dir/doomed")).unwrap(), b"bye");
+    assert!(!fx.path("dir/new").exists());
+    assert!(!fx.path("dir/tmp").exists());
+    assert!(!fx.path("other").exists());
+    assert_eq!(fx.counter("unsynced-names"), 0);
+}
+
+/// Strict mode keeps `rename(2)`'s refusals.
+#[test]
+fn strict_mode_rename_refuses_what_rename_refuses() {
+    let Some(fx) = Fixture::strict() else { return };
+    fs::create_dir(fx.path("full")).unwrap();
+    write_file(&fx.path("full/x"), b"", false);
+    fs::create_dir(fx.path("empty")).unwrap();
+    write_file(&fx.path("file"), b"f", false);
+    let code = |r: std::io::Result<()>| r.unwrap_err().raw_os_error();
+    assert_eq!(
+        code(fs::rename(fx.path("empty"), fx.path("full"))),
+        Some(39),
+        "ENOTEMPTY"
+    );
+    assert_eq!(
+        code(fs::rename(fx.path("empty"), fx.path("file"))),
+        Some(20),
+        "ENOTDIR"
+    );
+    assert_eq!(
+        code(fs::rename(fx.path("file"), fx.path("empty"))),
+        Some(21),
+        "EISDIR"
+    );
+    assert_eq!(code(fs::remove_dir(fx.path("full"))), Some(39));
+    assert_eq!(code(fs::remove_file(fx.path("full"))), Some(21));
+    assert!(fx.path("full/x").exists() && fx.path("file").exists());
+    fs::rename(fx.path("file"), fx.path("full/x")).unwrap();
+    assert_eq!(fs::read(fx.path("full/x")).unwrap(), b"f");
+}

@@ -20,6 +20,19 @@ pub struct Fixture {
 impl Fixture {
     /// Mounts a faultfs over a fresh directory; `None` (after saying why) without /dev/fuse.
     pub fn new() -> Option<Fixture> {
+        Fixture::with(&Options::default())
+    }
+
+    /// The same, in strict namespace mode (`lose_unsynced_names`).
+    pub fn strict() -> Option<Fixture> {
+        Fixture::with(&Options {
+            lose_unsynced_names: true,
+            ..Options::default()
+        })
+    }
+
+    /// Mounts with `options`.
+    pub fn with(options: &Options) -> Option<Fixture> {
         if !Path::new("/dev/fuse").exists() {
             eprintln!("skipped: /dev/fuse is absent (the faultfs tests need FUSE and root)");
             return None;
@@ -29,7 +42,7 @@ impl Fixture {
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&backing).unwrap();
         std::fs::create_dir(&mnt).unwrap();
-        let mount = idem_faultfs::mount(&backing, &mnt, &Options::default()).unwrap();
+        let mount = idem_faultfs::mount(&backing, &mnt, options).unwrap();
         Some(Fixture {
             mount: Some(mount),
             backing,
