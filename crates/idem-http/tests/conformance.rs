@@ -1,6 +1,6 @@
 //! Plays the language-neutral conformance cases (`tests/conformance/cases.json`, schema
 //! `idem-http-conformance/v1`: its `schema_doc` says how to read it) against the layer on a
-//! reference axum app and a real `idemd`.
+//! reference axum app and a real 3-node cluster.
 //!
 //! The Python middleware's cases (`clients/python/tests/conformance/cases.json`) use the
 //! same schema and are played too. Where the two middlewares deliberately differ, the case
@@ -22,7 +22,7 @@ use http::{HeaderName, HeaderValue, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use idem_client::{Client, ClientOptions, RetryPolicy};
 use idem_http::{Config, IdempotencyLayer, InFlight, Resource, RoutePolicy, ScopeSource};
-use idem_tests::{Node, NodeOptions};
+use idem_tests::{Cluster, ClusterOptions};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
@@ -112,7 +112,7 @@ fn build(client: Client, policy: &Value, reference: Arc<Reference>) -> Router {
         .layer(IdempotencyLayer::new(client, config))
 }
 
-fn client(endpoint: String, unreachable: bool) -> Client {
+fn client(endpoints: Vec<String>, unreachable: bool) -> Client {
     let mut options = ClientOptions::default();
     if unreachable {
         options.connect_timeout = Duration::from_millis(200);
@@ -124,7 +124,7 @@ fn client(endpoint: String, unreachable: bool) -> Client {
             total_budget: Duration::from_secs(2),
         };
     }
-    Client::connect(vec![endpoint], options).unwrap()
+    Client::connect(endpoints, options).unwrap()
 }
 
 /// A fresh key `k-<32 hex>`.
@@ -289,16 +289,16 @@ async fn play_step(
 }
 
 /// Plays one case; the error names the step and what differed.
-async fn play_case(node: &Node, case: &Value) -> Result<(), String> {
+async fn play_case(cluster: &Cluster, case: &Value) -> Result<(), String> {
     let reference = Arc::new(Reference::default());
     let unreachable = case.get("store").and_then(Value::as_str) == Some("unreachable");
-    let endpoint = if unreachable {
-        idem_tests::free_port().to_string()
+    let endpoints = if unreachable {
+        vec![idem_tests::free_port().to_string()]
     } else {
-        node.endpoint()
+        cluster.endpoints()
     };
     let policy = case.get("policy").cloned().unwrap_or(Value::Null);
-    let app = build(client(endpoint, unreachable), &policy, reference.clone());
+    let app = build(client(endpoints, unreachable), &policy, reference.clone());
     let keys = BTreeMap::from([("$KEY2", fresh_key()), ("$KEY", fresh_key())]);
     for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
         let handler = step.get("handler").cloned();
@@ -333,11 +333,11 @@ fn load(path: &Path) -> Value {
 
 /// Plays every case of `file`; returns the failures by case name.
 async fn play_file(path: &Path) -> BTreeMap<String, String> {
-    let node = Node::start(NodeOptions::default());
+    let cluster = Cluster::start(3, ClusterOptions::default()).await;
     let mut failures = BTreeMap::new();
     for case in load(path)["cases"].as_array().unwrap() {
         let name = case["name"].as_str().unwrap().to_owned();
-        if let Err(error) = play_case(&node, case).await {
+        if let Err(error) = play_case(&cluster, case).await {
             failures.insert(name, error);
         }
     }
