@@ -893,10 +893,10 @@ impl Filesystem for FaultFs {
         let result = (|| {
             let exclusive = OFlags::from_bits_retain(flags as u32).contains(OFlags::EXCL);
             let (rel, file) = self.create_file(parent, name, mode & !umask, exclusive)?;
-            let existed = file.metadata()?.len() > 0;
+            let had_data = file.metadata()?.len() > 0;
             let ino = self.inodes.lock().unwrap().number(&rel);
             let fh = self.register(ino, file);
-            if existed && truncating(flags) {
+            if had_data && truncating(flags) {
                 self.volatile_by_path(INodeNo(ino), Some(fh))?
                     .lock()
                     .unwrap()

@@ -6,7 +6,8 @@
 //! `clear-cache` command drops everything unsynced: kill the program, clear, restart, and
 //! the program finds exactly what it made durable. It can also make fsync fail with `EIO`
 //! and writes fail with `ENOSPC` or `EIO`, for the "stop serving after a failed fsync" and
-//! "disk full" tests.
+//! "disk full" tests. In strict mode ([`Options::lose_unsynced_names`]) the power loss also
+//! undoes creates, renames and removals whose directory was not fsynced after them.
 //!
 //! Control: write commands to the file [`CONTROL_FILE`] at the root of the mount (one per
 //! line, see [`Command`]); read it for a report. [`control`] does both. The binary
