@@ -2,14 +2,17 @@
 # A local idem cluster on loopback: 3 or 5 idemd processes (more with `add`), one
 # directory, one TOML config, one data directory and one log per node.
 #
-#   deploy/local/cluster.sh up 3|5 [--regions r1,r2,r3]   build, configure, start, wait for health
+#   deploy/local/cluster.sh up 3|5 [--regions r1,r2,r3] [--tls]
+#                                                          build, configure, start, wait for health;
+#                                                          --tls: throwaway CA, TLS on API and Raft ports
 #   deploy/local/cluster.sh status                         idemctl cluster status
 #   deploy/local/cluster.sh leader                         id of the current leader
 #   deploy/local/cluster.sh kill N | stop N | restart N    kill -9 | SIGTERM | stop + start
 #   deploy/local/cluster.sh add N                          start node N with --join, member add + promote
 #   deploy/local/cluster.sh remove N                       member remove N, then stop it
 #   deploy/local/cluster.sh logs N [-f]                    the node's log (follow with -f)
-#   deploy/local/cluster.sh env                            export IDEMCTL_ENDPOINTS=...
+#   deploy/local/cluster.sh env                            export IDEMCTL_ENDPOINTS=... (and, with
+#                                                          --tls, IDEMCTL_CACERT/CERT/KEY of the admin)
 #   deploy/local/cluster.sh down                           SIGTERM every node, wait
 #
 # Ports of node N (1..9): API 75N0, Raft 75N1, HTTP 75N2 (node 1: 7510/7511/7512). They never
@@ -22,6 +25,8 @@
 #   nN/idemd.log         node N's log (appended across restarts)
 #   nN/pid               node N's process id while it runs
 #   nN/removed           present once node N was removed from the group
+#   certs/               with --tls: ca.pem (+ ca-key.pem), nodeN.pem/-key.pem (API and peer
+#                        certificate of node N: localhost, 127.0.0.1), admin.pem/-key.pem
 #
 # Environment: IDEM_CLUSTER_DIR, CARGO_TARGET_DIR (as the Makefile: /var/cache/idem-target
 # when writable, else ./target), IDEM_CLUSTER_NO_BUILD=1 (use the binaries already built),
@@ -53,7 +58,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -85,8 +90,48 @@ endpoints() {
     echo "${list[*]}"
 }
 
+CERTS="$DIR/certs"
+
+# True when the cluster of $DIR runs on TLS (`up --tls`).
+tls_on() {
+    [[ -f "$DIR/cluster.env" ]] && grep -qx 'TLS=1' "$DIR/cluster.env"
+}
+
+# idemctl's TLS flags for the admin client certificate (none for a plaintext cluster).
+tls_flags() {
+    if tls_on; then
+        echo --cacert "$CERTS/ca.pem" --cert "$CERTS/admin.pem" --key "$CERTS/admin-key.pem"
+    fi
+}
+
 ctl() {
-    "$IDEMCTL" --endpoints "$(endpoints)" "$@"
+    # shellcheck disable=SC2046 # tls_flags is a list of words without spaces
+    "$IDEMCTL" $(tls_flags) --endpoints "$(endpoints)" "$@"
+}
+
+# The throwaway CA and the admin client certificate of a --tls cluster.
+make_ca() {
+    rm -rf "$CERTS"
+    "$IDEMCTL" cert create-ca --dir "$CERTS" --name "idem local cluster CA" >/dev/null
+    "$IDEMCTL" cert client --dir "$CERTS" --name admin >/dev/null
+    echo "certificates in $CERTS (CA, admin client)"
+}
+
+# Node N's certificate: server (API and Raft port) and peer client, for localhost/127.0.0.1.
+make_node_cert() { # id
+    "$IDEMCTL" cert node --dir "$CERTS" --name "node$1" --dns localhost --ip 127.0.0.1 >/dev/null
+}
+
+# The [tls] and [peer_tls] sections of node N: clients may present the admin certificate
+# (client_auth optional, so token clients work once auth is on); peers must.
+tls_config() { # id
+    local cert="$CERTS/node$1.pem" key="$CERTS/node$1-key.pem" ca="$CERTS/ca.pem"
+    printf '[tls]\ncert = "%s"\nkey = "%s"\nca = "%s"\nclient_auth = "optional"\n\n' \
+        "$cert" "$key" "$ca"
+    printf '[peer_tls]\ncert = "%s"\nkey = "%s"\nca = "%s"\n\n' "$cert" "$key" "$ca"
+    # AUTH: with --tls the cluster is meant to run with auth on: [auth] mode = "on" and a
+    # credentials file granting the certificate name "admin" the admin role on every
+    # tenant go here once idemd reads [auth].
 }
 
 pid_of() {
@@ -139,6 +184,9 @@ write_config() { # id join
         echo "region = \"$region\""
         echo "zone = \"$region-a\""
         echo
+        if tls_on; then
+            tls_config "$id"
+        fi
         echo "[raft]"
         echo "heartbeat_interval = \"$HEARTBEAT\""
         echo "election_timeout = \"$ELECTION\""
@@ -217,6 +265,7 @@ cmd_up() {
     [[ "$count" == 3 || "$count" == 5 ]] || die "usage: up 3|5 [--regions r1,r2,r3]"
     shift
     REGIONS=r1,r2,r3
+    TLS=0
     while (($#)); do
         case "$1" in
         --regions)
@@ -225,6 +274,10 @@ cmd_up() {
             ;;
         --regions=*)
             REGIONS="${1#--regions=}"
+            shift
+            ;;
+        --tls)
+            TLS=1
             shift
             ;;
         *) die "unknown option '$1'" ;;
@@ -240,6 +293,13 @@ cmd_up() {
     build
     COUNT="$count"
     printf 'COUNT=%s\nREGIONS=%s\n' "$COUNT" "$REGIONS" >"$DIR/cluster.env"
+    echo "TLS=$TLS" >>"$DIR/cluster.env"
+    if ((TLS)); then
+        make_ca
+        for ((id = 1; id <= COUNT; id++)); do
+            make_node_cert "$id"
+        done
+    fi
     for ((id = 1; id <= COUNT; id++)); do
         write_config "$id" false
     done
@@ -251,7 +311,7 @@ cmd_up() {
     done
     echo
     echo "cluster of $COUNT up in $DIR; leader: $(leader_id)"
-    echo "export IDEMCTL_ENDPOINTS=$(endpoints)"
+    cmd_env
 }
 
 cmd_down() {
@@ -284,6 +344,9 @@ cmd_add() {
     [[ ! -e "$(node_dir "$id")/idemd.toml" || -e "$(node_dir "$id")/removed" ]] ||
         die "node $id exists already"
     rm -rf "$(node_dir "$id")"
+    if tls_on; then
+        make_node_cert "$id"
+    fi
     write_config "$id" true
     start_node "$id"
     wait_listening "$id"
@@ -293,7 +356,7 @@ cmd_add() {
         --region "$region" --zone "$region-a"
     ctl member promote "$id"
     wait_healthy "$id"
-    echo "export IDEMCTL_ENDPOINTS=$(endpoints)"
+    cmd_env
 }
 
 cmd_remove() {
@@ -304,7 +367,7 @@ cmd_remove() {
     signal_and_wait TERM "$id"
     touch "$(node_dir "$id")/removed"
     echo "node $id removed (its files stay in $(node_dir "$id"))"
-    echo "export IDEMCTL_ENDPOINTS=$(endpoints)"
+    cmd_env
 }
 
 cmd_restart() {
@@ -324,6 +387,15 @@ cmd_logs() {
         exec tail -n 50 -f "$log"
     fi
     tail -n "${LINES:-100}" "$log"
+}
+
+# What idemctl needs, as `export` lines for eval: endpoints, and on a --tls cluster the CA
+# and the admin client certificate (https:// follows from the CA).
+cmd_env() {
+    echo "export IDEMCTL_ENDPOINTS=$(endpoints)"
+    if tls_on; then
+        echo "export IDEMCTL_CACERT=$CERTS/ca.pem IDEMCTL_CERT=$CERTS/admin.pem IDEMCTL_KEY=$CERTS/admin-key.pem"
+    fi
 }
 
 main() {
@@ -346,7 +418,7 @@ main() {
     add) cmd_add "$@" ;;
     remove) cmd_remove "$@" ;;
     logs) cmd_logs "$@" ;;
-    env) echo "export IDEMCTL_ENDPOINTS=$(endpoints)" ;;
+    env) cmd_env ;;
     -h | --help | help) usage ;;
     *) usage ;;
     esac

@@ -11,6 +11,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::credentials::Connection;
 use idem_core::placement::{validate_region, ClusterConfig, GroupId, Mode, GLOBAL_GROUP};
 use idem_core::scope::{validate_actor, validate_tenant};
 use idem_core::{ErrorSummary, OperationId, Record, StoredResult};
@@ -19,7 +20,6 @@ use idem_proto::v1::batch_call::Request as Call;
 use idem_proto::v1::batch_reply::Reply;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
 use idem_proto::{reason, v1};
-use tonic::transport::Channel;
 use tonic::{Response, Status};
 
 use crate::claim::{Claim, ClaimRequest, Target};
@@ -600,7 +600,7 @@ impl Client {
 
     async fn config_change<F, Fut>(&self, rpc: F) -> Result<ClusterConfig, ClientError>
     where
-        F: Fn(AdminClient<Channel>) -> Fut,
+        F: Fn(AdminClient<Connection>) -> Fut,
         Fut: Future<Output = Rpc<v1::ClusterConfig>>,
     {
         config_from_proto(self.admin(Kind::Write, rpc).await?)
@@ -618,7 +618,7 @@ impl Client {
         rpc: F,
     ) -> Result<T, ClientError>
     where
-        F: Fn(IdempotencyClient<Channel>) -> Fut,
+        F: Fn(IdempotencyClient<Connection>) -> Fut,
         Fut: Future<Output = Rpc<T>>,
     {
         self.transport
@@ -645,7 +645,7 @@ impl Client {
 
     async fn admin<T, F, Fut>(&self, kind: Kind, rpc: F) -> Result<T, ClientError>
     where
-        F: Fn(AdminClient<Channel>) -> Fut,
+        F: Fn(AdminClient<Connection>) -> Fut,
         Fut: Future<Output = Rpc<T>>,
     {
         self.transport

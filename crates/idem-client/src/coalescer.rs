@@ -32,12 +32,12 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::credentials::Connection;
 use idem_proto::v1::batch_call::Request as Call;
 use idem_proto::v1::batch_reply::Reply;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
 use idem_proto::{status, v1};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
-use tonic::transport::Channel;
 use tonic::{Code, Extensions, Response, Status};
 
 use crate::options::Coalescing;
@@ -78,7 +78,7 @@ impl Coalescer {
     }
 
     /// Sends `call` on `channel`, alone or in a batch with other callers' calls.
-    pub(crate) async fn call(&self, channel: &Channel, call: Call) -> Answer {
+    pub(crate) async fn call(&self, channel: &Connection, call: Call) -> Answer {
         if self.settings.max_calls <= 1 || self.no_batch.load(Ordering::Relaxed) {
             return unary(channel.clone(), call).await;
         }
@@ -150,7 +150,7 @@ impl Coalescer {
     /// Sends `batch` (holding `slot` until answered) and hands every call its answer.
     fn send(
         &self,
-        channel: Channel,
+        channel: Connection,
         batch: Vec<Waiting>,
         slot: OwnedSemaphorePermit,
     ) -> impl Future<Output = ()> + Send + 'static {
@@ -198,7 +198,7 @@ fn refused_as_a_batch(status: &Status) -> bool {
 }
 
 /// Sends each call as its own unary request, concurrently.
-async fn one_by_one(channel: Channel, calls: Vec<Call>, replies: Vec<oneshot::Sender<Answer>>) {
+async fn one_by_one(channel: Connection, calls: Vec<Call>, replies: Vec<oneshot::Sender<Answer>>) {
     let sends = calls.into_iter().zip(replies).map(|(call, reply)| {
         let channel = channel.clone();
         async move {
@@ -250,7 +250,7 @@ fn deliver(
 }
 
 /// Sends `call` as the unary rpc it stands for.
-async fn unary(channel: Channel, call: Call) -> Answer {
+async fn unary(channel: Connection, call: Call) -> Answer {
     let mut client = IdempotencyClient::new(channel);
     match call {
         Call::Claim(r) => client.claim(r).await.map(|r| r.map(Reply::Claim)),

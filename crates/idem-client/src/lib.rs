@@ -75,20 +75,24 @@ pub mod claim;
 mod client;
 mod coalescer;
 pub mod convert;
+mod credentials;
 pub mod error;
 pub mod holder;
 pub mod membership;
 pub mod options;
 pub mod placement;
+mod tls;
 mod transport;
 pub mod types;
 
 pub use claim::{Claim, ClaimOutcome, ClaimRequest, Target};
 pub use client::{Client, MAX_WAIT};
+pub use credentials::BearerToken;
 pub use error::ClientError;
 pub use membership::{MemberProgress, Membership};
 pub use options::{ClientOptions, Coalescing, RetryPolicy};
 pub use placement::{GroupFailover, GroupStatus, Groups};
+pub use tls::TlsOptions;
 pub use types::{
     FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, ReconcileTarget, Reconciliation,
 };

@@ -7,6 +7,9 @@
 
 use std::time::Duration;
 
+use crate::credentials::BearerToken;
+use crate::tls::TlsOptions;
+
 /// Settings of a [`crate::Client`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientOptions {
@@ -27,6 +30,10 @@ pub struct ClientOptions {
     pub region: Option<String>,
     /// How concurrent writes to one endpoint are coalesced into batches.
     pub coalescing: Coalescing,
+    /// TLS to the nodes (`https://`); `None`: plaintext `http://`.
+    pub tls: Option<TlsOptions>,
+    /// The bearer token sent with every call (`authorization: Bearer …`).
+    pub token: Option<BearerToken>,
 }
 
 impl Default for ClientOptions {
@@ -39,11 +46,27 @@ impl Default for ClientOptions {
             retry: RetryPolicy::default(),
             region: None,
             coalescing: Coalescing::default(),
+            tls: None,
+            token: None,
         }
     }
 }
 
 impl ClientOptions {
+    /// Speaks `https://` to every endpoint with `tls`.
+    #[must_use]
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Sends `authorization: Bearer <token>` with every call.
+    #[must_use]
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(BearerToken::new(token));
+        self
+    }
+
     /// Runs the client in region `name`: a tenant's first call, while the client does not
     /// know the leader of the tenant's group yet, goes to an endpoint of this region rather
     /// than to the last leader seen. In region-affinity mode a tenant homed here is then

@@ -55,10 +55,11 @@ use idem_proto::v1::batch_reply::Reply;
 use idem_proto::{reason, status, v1};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{ClientTlsConfig, Endpoint};
 use tonic::{Code, Status};
 
 use crate::coalescer::Coalescer;
+use crate::credentials::{Authorization, Connection};
 use crate::error::ClientError;
 use crate::options::{ClientOptions, RetryPolicy};
 
@@ -94,8 +95,16 @@ pub(crate) enum Route<'a> {
     Tenant(&'a str),
 }
 
-/// The scheme-qualified URI of an endpoint: `http://` is added when no scheme is given.
+/// The scheme-qualified URI of an endpoint of a plaintext client: `http://` is added when
+/// no scheme is given; `https://` needs [`crate::TlsOptions`].
+#[cfg(test)]
 pub(crate) fn normalize(endpoint: &str) -> Result<String, ClientError> {
+    normalize_for(endpoint, false)
+}
+
+/// The scheme-qualified URI of an endpoint: `http://` (plaintext) or `https://` (`tls`) is
+/// added when no scheme is given; a scheme that contradicts `tls` is refused.
+pub(crate) fn normalize_for(endpoint: &str, tls: bool) -> Result<String, ClientError> {
     let endpoint = endpoint.trim().trim_end_matches('/');
     if endpoint.is_empty() {
         return Err(ClientError::invalid(
@@ -103,16 +112,23 @@ pub(crate) fn normalize(endpoint: &str) -> Result<String, ClientError> {
             "empty endpoint",
         ));
     }
-    if endpoint.starts_with("https://") {
+    let scheme = if tls { "https://" } else { "http://" };
+    let other = if tls { "http://" } else { "https://" };
+    if endpoint.starts_with(other) {
+        let why = if tls {
+            "a client with TLS options speaks https:// only"
+        } else {
+            "https:// needs TLS options (a CA: idemctl --cacert)"
+        };
         return Err(ClientError::invalid(
             reason::INVALID_ARGUMENT,
-            format!("{endpoint}: TLS is not supported yet; use http://"),
+            format!("{endpoint}: {why}"),
         ));
     }
-    if endpoint.starts_with("http://") {
+    if endpoint.starts_with(scheme) {
         Ok(endpoint.to_owned())
     } else {
-        Ok(format!("http://{endpoint}"))
+        Ok(format!("{scheme}{endpoint}"))
     }
 }
 
@@ -128,24 +144,31 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Node {
     uri: String,
     endpoint: Endpoint,
-    channel: OnceLock<Channel>,
+    authorization: Authorization,
+    channel: OnceLock<Connection>,
     coalescer: Arc<Coalescer>,
     region: Mutex<Option<String>>,
     failed_at: Mutex<Option<Instant>>,
 }
 
 impl Node {
-    fn new(uri: String, options: &ClientOptions) -> Result<Self, ClientError> {
-        let endpoint = Endpoint::from_shared(uri.clone())
+    fn new(uri: String, options: &ClientOptions, security: &Security) -> Result<Self, ClientError> {
+        let mut endpoint = Endpoint::from_shared(uri.clone())
             .map_err(|e| ClientError::invalid(reason::INVALID_ARGUMENT, format!("{uri}: {e}")))?
             .connect_timeout(options.connect_timeout)
             .tcp_keepalive(Some(options.keep_alive_interval))
             .http2_keep_alive_interval(options.keep_alive_interval)
             .keep_alive_timeout(options.keep_alive_timeout)
             .keep_alive_while_idle(true);
+        if let Some(tls) = &security.tls {
+            endpoint = endpoint.tls_config(tls.clone()).map_err(|e| {
+                ClientError::invalid(reason::INVALID_ARGUMENT, format!("{uri}: TLS: {e}"))
+            })?;
+        }
         Ok(Node {
             uri,
             endpoint,
+            authorization: security.authorization.clone(),
             channel: OnceLock::new(),
             coalescer: Arc::new(Coalescer::new(options.coalescing.clone())),
             region: Mutex::new(None),
@@ -153,9 +176,11 @@ impl Node {
         })
     }
 
-    fn channel(&self) -> Channel {
+    fn channel(&self) -> Connection {
         self.channel
-            .get_or_init(|| self.endpoint.connect_lazy())
+            .get_or_init(|| {
+                Connection::new(self.endpoint.connect_lazy(), self.authorization.clone())
+            })
             .clone()
     }
 
@@ -211,6 +236,13 @@ pub(crate) struct Transport {
     /// Held while the regions are being learned, so that concurrent calls ask once.
     learning: tokio::sync::Mutex<Learning>,
     options: ClientOptions,
+    security: Security,
+}
+
+/// The TLS configuration and bearer token of every endpoint, prepared once.
+struct Security {
+    tls: Option<ClientTlsConfig>,
+    authorization: Authorization,
 }
 
 impl Transport {
@@ -225,11 +257,19 @@ impl Transport {
         if let Some(region) = &options.region {
             idem_core::placement::validate_region(region)?;
         }
+        let security = Security {
+            tls: options
+                .tls
+                .as_ref()
+                .map(|t| t.client_config())
+                .transpose()?,
+            authorization: Authorization::new(options.token.as_ref())?,
+        };
         let mut nodes: Vec<Arc<Node>> = Vec::new();
         for endpoint in endpoints {
-            let uri = normalize(endpoint)?;
+            let uri = normalize_for(endpoint, security.tls.is_some())?;
             if !nodes.iter().any(|n| n.uri == uri) {
-                nodes.push(Arc::new(Node::new(uri, &options)?));
+                nodes.push(Arc::new(Node::new(uri, &options, &security)?));
             }
         }
         Ok(Transport {
@@ -238,7 +278,13 @@ impl Transport {
             routes: Mutex::new(HashMap::new()),
             learning: tokio::sync::Mutex::new(Learning::NotYet),
             options,
+            security,
         })
+    }
+
+    /// An endpoint's URI with this client's scheme.
+    fn normalize(&self, endpoint: &str) -> Result<String, ClientError> {
+        normalize_for(endpoint, self.security.tls.is_some())
     }
 
     /// The settings.
@@ -362,13 +408,13 @@ impl Transport {
             if member.region.is_empty() {
                 continue;
             }
-            let Ok(uri) = normalize(&member.api_addr) else {
+            let Ok(uri) = self.normalize(&member.api_addr) else {
                 continue;
             };
             match nodes.iter().find(|n| n.uri == uri) {
                 Some(node) => node.set_region(&member.region),
                 None if mine == Some(member.region.as_str()) && nodes.len() < MAX_ENDPOINTS => {
-                    if let Ok(node) = Node::new(uri, &self.options) {
+                    if let Ok(node) = Node::new(uri, &self.options, &self.security) {
                         node.set_region(&member.region);
                         nodes.push(Arc::new(node));
                     }
@@ -392,7 +438,7 @@ impl Transport {
     /// The index of the endpoint at `addr`, adding it when new. `None` when the address
     /// is unusable or the set is full.
     fn index_of(&self, addr: &str) -> Option<usize> {
-        let uri = normalize(addr).ok()?;
+        let uri = self.normalize(addr).ok()?;
         let mut nodes = self.lock();
         if let Some(index) = nodes.iter().position(|n| n.uri == uri) {
             return Some(index);
@@ -400,7 +446,7 @@ impl Transport {
         if nodes.len() >= MAX_ENDPOINTS {
             return None;
         }
-        let node = Node::new(uri, &self.options).ok()?;
+        let node = Node::new(uri, &self.options, &self.security).ok()?;
         nodes.push(Arc::new(node));
         Some(nodes.len() - 1)
     }
@@ -458,7 +504,7 @@ impl Transport {
         rpc: F,
     ) -> Result<T, ClientError>
     where
-        F: Fn(Channel) -> Fut,
+        F: Fn(Connection) -> Fut,
         Fut: Future<Output = Result<tonic::Response<T>, Status>>,
     {
         self.run(
@@ -502,14 +548,14 @@ impl Transport {
         rpc: F,
     ) -> Result<T, ClientError>
     where
-        F: Fn(Channel) -> Fut,
+        F: Fn(Connection) -> Fut,
         Fut: Future<Output = Result<tonic::Response<T>, Status>>,
     {
-        let uri = normalize(endpoint)?;
+        let uri = self.normalize(endpoint)?;
         let known = self.lock().iter().find(|n| n.uri == uri).cloned();
         let node = match known {
             Some(node) => node,
-            None => Arc::new(Node::new(uri, &self.options)?),
+            None => Arc::new(Node::new(uri, &self.options, &self.security)?),
         };
         self.run(
             Kind::Read,
@@ -641,7 +687,7 @@ impl Transport {
 
     /// Follows a leader hint; true when it names another node than `from`.
     fn redirect(&self, route: Route<'_>, addr: &str, from: &Node) -> bool {
-        let other = normalize(addr).is_ok_and(|uri| uri != from.uri);
+        let other = self.normalize(addr).is_ok_and(|uri| uri != from.uri);
         other && self.prefer_leader(route, addr)
     }
 }

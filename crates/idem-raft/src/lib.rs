@@ -48,10 +48,12 @@
 
 mod codec;
 mod network;
+mod peer_tls;
 mod server;
 mod timeouts;
 
 pub use network::{Network, NetworkOptions, Peer};
+pub use peer_tls::PeerTls;
 pub use server::{GroupRegistry, RaftService};
 pub use timeouts::{LogPolicy, RaftTimeouts};
 

@@ -60,7 +60,7 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::codec::{self, FORMAT};
-use crate::DEFAULT_MAX_MESSAGE_SIZE;
+use crate::{PeerTls, DEFAULT_MAX_MESSAGE_SIZE};
 
 /// How a node talks to its peers. The defaults suit LAN and cross-region alike.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,6 +116,8 @@ enum Lane {
 /// The connections of a node to its peers, shared by every group.
 struct Pool {
     options: NetworkOptions,
+    /// Mutual TLS to peers; `None`: plaintext.
+    tls: Option<PeerTls>,
     channels: Mutex<HashMap<(String, Lane), Channel>>,
 }
 
@@ -127,7 +129,11 @@ impl Pool {
         let channel = match channels.get(&key) {
             Some(channel) => channel.clone(),
             None => {
-                let channel = self.endpoint(addr)?.connect_lazy();
+                let endpoint = self.endpoint(addr)?;
+                let channel = match &self.tls {
+                    Some(tls) => tls.connect_lazy(&endpoint),
+                    None => endpoint.connect_lazy(),
+                };
                 channels.insert(key, channel.clone());
                 channel
             }
@@ -142,10 +148,11 @@ impl Pool {
         if addr.is_empty() {
             return Err("the node has no raft address".into());
         }
-        let uri = if addr.contains("://") {
-            addr.to_owned()
-        } else {
-            format!("http://{addr}")
+        let uri = match addr.split_once("://") {
+            // The TLS connector does the handshake: tonic must see plain `http`.
+            Some((_, bare)) if self.tls.is_some() => format!("http://{bare}"),
+            Some(_) => addr.to_owned(),
+            None => format!("http://{addr}"),
         };
         let o = &self.options;
         Ok(Endpoint::from_shared(uri)
@@ -185,11 +192,18 @@ impl Network {
     /// The factory of node `node_id` for the global group ([`GLOBAL_GROUP`]), with a new,
     /// empty connection pool.
     pub fn new(node_id: u64, options: NetworkOptions) -> Self {
+        Self::with_tls(node_id, options, None)
+    }
+
+    /// Like [`Network::new`], connecting to peers over mutual TLS when `tls` is given
+    /// (peers' Raft addresses are then dialled with TLS whatever their scheme says).
+    pub fn with_tls(node_id: u64, options: NetworkOptions, tls: Option<PeerTls>) -> Self {
         Network {
             node_id,
             group: GLOBAL_GROUP,
             pool: Arc::new(Pool {
                 options,
+                tls,
                 channels: Mutex::new(HashMap::new()),
             }),
         }

@@ -91,9 +91,38 @@ pub struct Cli {
     #[arg(long, global = true, default_value_t = 8)]
     pub max_attempts: u32,
 
+    /// TLS and credentials (before the command: --key of a command is the idempotency key).
+    #[command(flatten)]
+    pub security: SecurityArgs,
+
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How idemctl reaches a secure cluster (etcdctl's flag names).
+#[derive(Debug, Default, Args)]
+pub struct SecurityArgs {
+    /// CA certificate (PEM) to verify the nodes with; switches to https://.
+    #[arg(long, env = "IDEMCTL_CACERT", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate (PEM) to authenticate with (with --key).
+    #[arg(long, env = "IDEMCTL_CERT", value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// Private key (PEM) of --cert.
+    #[arg(long, env = "IDEMCTL_KEY", value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Name the nodes' certificates must carry, instead of each endpoint's host.
+    #[arg(long, env = "IDEMCTL_SERVER_NAME", value_name = "NAME")]
+    pub server_name: Option<String>,
+    /// Bearer token sent with every call (prefer the environment to the command line).
+    #[arg(
+        long,
+        env = "IDEMCTL_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
 }
 
 /// Output formats.
@@ -187,6 +216,10 @@ pub enum Command {
     )]
     Purge(PurgeArgs),
 
+    /// Throwaway certificates (a CA, node and client certificates) for tests and local clusters.
+    #[command(subcommand)]
+    Cert(CertCommand),
+
     /// Status of every endpoint: node, leader, term, indexes, records by state.
     #[command(after_help = "Example:\n  idemctl --endpoints n1:7400,n2:7400,n3:7400 status")]
     Status,
@@ -214,6 +247,62 @@ pub enum Command {
     /// Region failover of the region groups: status, confirm a new home.
     #[command(subcommand)]
     Failover(FailoverCommand),
+}
+
+/// `idemctl cert ...`.
+#[derive(Debug, Subcommand)]
+pub enum CertCommand {
+    /// Create a self-signed CA: DIR/ca.pem and DIR/ca-key.pem.
+    #[command(after_help = "Example:\n  idemctl cert create-ca --dir ./certs")]
+    CreateCa(CertNameArgs),
+    /// Issue a node certificate (server and peer client) signed by DIR's CA: DIR/NAME.pem and
+    /// DIR/NAME-key.pem, naming the given DNS names and IP addresses.
+    #[command(
+        after_help = "Example:\n  idemctl cert node --dir ./certs --name node1 --dns localhost --ip 127.0.0.1"
+    )]
+    Node(CertNodeArgs),
+    /// Issue a client certificate (CN = NAME, the identity the node sees) signed by DIR's CA.
+    #[command(after_help = "Example:\n  idemctl cert client --dir ./certs --name admin")]
+    Client(CertClientArgs),
+}
+
+/// `idemctl cert create-ca`.
+#[derive(Debug, Args)]
+pub struct CertNameArgs {
+    /// Directory of the CA files and of the files written.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// The certificate's common name (and file name).
+    #[arg(long, default_value = "idem-ca")]
+    pub name: String,
+}
+
+/// `idemctl cert client`.
+#[derive(Debug, Args)]
+pub struct CertClientArgs {
+    /// Directory of the CA files and of the files written.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// The certificate's common name (the client's identity) and file name, e.g. admin.
+    #[arg(long)]
+    pub name: String,
+}
+
+/// `idemctl cert node`.
+#[derive(Debug, Args)]
+pub struct CertNodeArgs {
+    /// Directory of the CA files and of the files written.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// The certificate's common name (and file name), e.g. node1.
+    #[arg(long)]
+    pub name: String,
+    /// A DNS name of the node (repeatable).
+    #[arg(long)]
+    pub dns: Vec<String>,
+    /// An IP address of the node (repeatable).
+    #[arg(long)]
+    pub ip: Vec<std::net::IpAddr>,
 }
 
 /// `idemctl member ...`.

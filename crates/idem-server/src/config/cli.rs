@@ -87,6 +87,27 @@ pub struct Cli {
     /// Default limit of a stored result in bytes [env: IDEM_DEFAULT_MAX_RESULT_BYTES] [default: 16384]
     #[arg(long, value_name = "BYTES")]
     default_max_result_bytes: Option<String>,
+    /// API port TLS: PEM certificate chain; enables TLS on the API port [env: IDEM_TLS_CERT]
+    #[arg(long, value_name = "FILE")]
+    tls_cert: Option<String>,
+    /// API port TLS: PEM private key of --tls-cert [env: IDEM_TLS_KEY]
+    #[arg(long, value_name = "FILE")]
+    tls_key: Option<String>,
+    /// API port TLS: PEM CA that client certificates must chain to [env: IDEM_TLS_CA]
+    #[arg(long, value_name = "FILE")]
+    tls_ca: Option<String>,
+    /// API port TLS: require or optional client certificates [env: IDEM_TLS_CLIENT_AUTH] [default: optional]
+    #[arg(long, value_name = "MODE")]
+    tls_client_auth: Option<String>,
+    /// Raft port mutual TLS: this node's PEM certificate chain [env: IDEM_PEER_TLS_CERT]
+    #[arg(long, value_name = "FILE")]
+    peer_tls_cert: Option<String>,
+    /// Raft port mutual TLS: PEM private key of --peer-tls-cert [env: IDEM_PEER_TLS_KEY]
+    #[arg(long, value_name = "FILE")]
+    peer_tls_key: Option<String>,
+    /// Raft port mutual TLS: PEM cluster CA; peers must present a certificate it signed [env: IDEM_PEER_TLS_CA]
+    #[arg(long, value_name = "FILE")]
+    peer_tls_ca: Option<String>,
     /// An initial cluster member, repeatable; the lowest id bootstraps the cluster
     /// [env: IDEM_INITIAL_MEMBERS, members separated by ;]
     #[arg(long, value_name = "ID=RAFT_ADDR,API_ADDR[,REGION[,ZONE]]")]

@@ -30,9 +30,11 @@ mod cli;
 mod sources;
 #[cfg(test)]
 mod tests;
+mod tls;
 mod values;
 
 pub use cli::Cli;
+pub use tls::{ClientAuth, PeerTlsConfig, TlsConfig};
 pub use values::{format_duration, risk_name};
 
 use sources::*;
@@ -130,6 +132,10 @@ pub struct Config {
     pub raft: RaftConfig,
     /// Default and per-endpoint policies.
     pub policies: Policies,
+    /// TLS on the API port (`[tls]`); `None`: plaintext.
+    pub tls: Option<TlsConfig>,
+    /// Mutual TLS on the Raft port and to peers (`[peer_tls]`); `None`: plaintext.
+    pub peer_tls: Option<PeerTlsConfig>,
     /// Initial members and bootstrap mode (`[cluster]`).
     pub cluster: ClusterConfig,
 }
@@ -155,6 +161,8 @@ impl Default for Config {
             shutdown_grace: Duration::from_secs(10),
             raft: RaftConfig::default(),
             policies: Policies::default(),
+            tls: None,
+            peer_tls: None,
             cluster: ClusterConfig::default(),
         }
     }
@@ -328,6 +336,12 @@ impl Config {
         );
         cluster.insert("join".into(), toml::Value::Boolean(self.cluster.join));
         root.insert("cluster".into(), toml::Value::Table(cluster));
+        if let Some(api) = &self.tls {
+            root.insert("tls".into(), tls::tls_toml(api));
+        }
+        if let Some(peer) = &self.peer_tls {
+            root.insert("peer_tls".into(), tls::peer_tls_toml(peer));
+        }
         toml::to_string(&root).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }
 }
@@ -382,6 +396,8 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
         |s| duration_in(s, Duration::ZERO, Duration::from_secs(300)),
         &mut p,
     );
+    let tls = tls::build_tls(sources, &mut p);
+    let peer_tls = tls::build_peer_tls(sources, &mut p);
     let raft = build_raft(sources, &mut p);
     let policies = build_policies(sources, &mut p);
     let cluster = build_cluster(sources, &mut p);
@@ -406,6 +422,8 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
         max_request_bytes,
         max_body_bytes,
         shutdown_grace,
+        tls,
+        peer_tls,
         raft,
         policies,
         cluster,

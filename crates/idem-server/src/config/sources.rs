@@ -45,6 +45,13 @@ pub(super) const SHUTDOWN_GRACE: Key = key!("shutdown_grace", "shutdown_grace");
 pub(super) const RAFT_HEARTBEAT: Key = key!("raft.heartbeat_interval", "raft_heartbeat_interval");
 pub(super) const RAFT_ELECTION: Key = key!("raft.election_timeout", "raft_election_timeout");
 pub(super) const RAFT_SNAPSHOT_LOGS: Key = key!("raft.snapshot_logs", "raft_snapshot_logs");
+pub(super) const TLS_CERT: Key = key!("tls.cert", "tls_cert");
+pub(super) const TLS_KEY: Key = key!("tls.key", "tls_key");
+pub(super) const TLS_CA: Key = key!("tls.ca", "tls_ca");
+pub(super) const TLS_CLIENT_AUTH: Key = key!("tls.client_auth", "tls_client_auth");
+pub(super) const PEER_TLS_CERT: Key = key!("peer_tls.cert", "peer_tls_cert");
+pub(super) const PEER_TLS_KEY: Key = key!("peer_tls.key", "peer_tls_key");
+pub(super) const PEER_TLS_CA: Key = key!("peer_tls.ca", "peer_tls_ca");
 pub(super) const POLICY_LEASE: Key = key!("policy.lease", "default_lease");
 pub(super) const POLICY_RETENTION: Key = key!("policy.retention", "default_retention");
 pub(super) const POLICY_RISK: Key = key!("policy.risk", "default_risk");
@@ -57,6 +64,8 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "api_addr",
     "raft_addr",
     "http_addr",
+    "tls",
+    "peer_tls",
     "region",
     "zone",
     "log_format",
@@ -76,6 +85,8 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
 pub(super) const CLUSTER_KEYS: &[&str] = &["initial_members", "join"];
 pub(super) const RAFT_KEYS: &[&str] = &["heartbeat_interval", "election_timeout", "snapshot_logs"];
 pub(super) const POLICY_KEYS: &[&str] = &["lease", "retention", "risk", "max_result_bytes"];
+pub(super) const TLS_KEYS: &[&str] = &["cert", "key", "ca", "client_auth"];
+pub(super) const PEER_TLS_KEYS: &[&str] = &["cert", "key", "ca"];
 
 impl Key {
     pub(super) fn env(self) -> String {
@@ -222,6 +233,11 @@ pub(super) fn unknown_keys(table: &toml::Table, path: &Path) -> Vec<String> {
     if let Some(raft) = table.get("raft").and_then(toml::Value::as_table) {
         check("raft.", raft, RAFT_KEYS);
     }
+    for (section, known) in [("tls", TLS_KEYS), ("peer_tls", PEER_TLS_KEYS)] {
+        if let Some(keys) = table.get(section).and_then(toml::Value::as_table) {
+            check(&format!("{section}."), keys, known);
+        }
+    }
     if let Some(policy) = table.get("policy").and_then(toml::Value::as_table) {
         check("policy.", policy, POLICY_KEYS);
     }
@@ -236,6 +252,15 @@ pub(super) fn unknown_keys(table: &toml::Table, path: &Path) -> Vec<String> {
         }
     }
     for section in ["raft", "policy", "policies", "cluster"] {
+        if let Some(value) = table.get(section).filter(|v| !v.is_table()) {
+            problems.push(format!(
+                "{section} (in file {}): expected a table, got a {}",
+                path.display(),
+                value.type_str()
+            ));
+        }
+    }
+    for section in ["tls", "peer_tls"] {
         if let Some(value) = table.get(section).filter(|v| !v.is_table()) {
             problems.push(format!(
                 "{section} (in file {}): expected a table, got a {}",

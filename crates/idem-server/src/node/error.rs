@@ -28,6 +28,9 @@ pub enum NodeError {
         /// The configured id.
         configured: u64,
     },
+    /// A certificate, key or CA file of `[tls]` or `[peer_tls]` cannot be used.
+    #[error("TLS: {0}")]
+    Tls(#[from] crate::tls::TlsError),
     /// The store failed to open.
     #[error("store: {0}")]
     Store(#[from] idem_store::StoreError),
@@ -58,7 +61,7 @@ impl NodeError {
     /// The process exit code for this error: 2 for configuration problems, else 1.
     pub fn exit_code(&self) -> i32 {
         match self {
-            NodeError::IdentityMismatch { .. } => 2,
+            NodeError::IdentityMismatch { .. } | NodeError::Tls(_) => 2,
             _ => 1,
         }
     }

@@ -19,6 +19,7 @@ use super::listen::incoming;
 use crate::api::{request_too_large_layer, AdminService, ApiContext, IdempotencyService};
 use crate::config::Config;
 use crate::replica::Raft;
+use crate::tls::{identity_layer, port_incoming, ReloadingTls, TlsSource};
 
 /// How often the health reporter looks at Raft.
 pub(super) const HEALTH_POLL: Duration = Duration::from_secs(1);
@@ -32,6 +33,7 @@ pub(super) fn spawn_grpc(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(GrpcTask, tonic_health::server::HealthReporter), NodeError> {
+    let tls = ReloadingTls::watched("API", config.tls.clone().map(TlsSource::Api))?;
     let limit = config.max_request_bytes;
     let idempotency = IdempotencyServer::new(IdempotencyService::new(Arc::clone(&ctx)))
         .max_decoding_message_size(limit);
@@ -51,13 +53,17 @@ pub(super) fn spawn_grpc(
         .build_v1alpha()
         .map_err(reflection_error)?;
     let server = tonic::transport::Server::builder()
+        .layer(identity_layer())
         .layer(request_too_large_layer())
         .add_service(idempotency)
         .add_service(admin)
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .serve_with_incoming_shutdown(incoming(listener), shutdown.cancelled_owned());
+        .serve_with_incoming_shutdown(
+            port_incoming(incoming(listener), tls),
+            shutdown.cancelled_owned(),
+        );
     Ok((tokio::spawn(server), reporter))
 }
 

@@ -58,6 +58,8 @@ use crate::metrics::Metrics;
 use crate::replica::Shared;
 use crate::stats::StatsCache;
 use crate::sweep::{self, SweepConfig};
+use crate::replica::forward::Forwarder;
+use crate::tls::{ReloadingTls, TlsSource};
 
 /// Starts nodes.
 pub struct Node;
@@ -74,11 +76,21 @@ impl Node {
             ..config
         };
         let metrics = Arc::new(Metrics::new());
-        let kit = group_kit(&config, &metrics)?;
+        let peer_tls = ReloadingTls::watched("Raft", config.peer_tls.clone().map(TlsSource::Peer))?;
+        let kit = group_kit(&config, &metrics, peer_tls.as_ref())?;
         let global = Group::open(&kit, GLOBAL_GROUP).await?;
         let groups = GroupSet::new(global);
         // Stop Raft if anything below fails, so the store closes.
-        match Self::serve(config, kit, groups.clone(), metrics, raft_listener).await {
+        match Self::serve(
+            config,
+            kit,
+            groups.clone(),
+            metrics,
+            raft_listener,
+            peer_tls,
+        )
+        .await
+        {
             Ok(handle) => Ok(handle),
             Err(error) => {
                 let _ = groups.global().raft().shutdown().await;
@@ -93,13 +105,14 @@ impl Node {
         groups: GroupSet,
         metrics: Arc<Metrics>,
         raft_listener: TcpListener,
+        peer_tls: Option<Arc<ReloadingTls>>,
     ) -> Result<NodeHandle, NodeError> {
         let api_listener = bind("gRPC API", config.api_addr).await?;
         let http_listener = bind("HTTP", config.http_addr).await?;
         let api_addr = local_addr("gRPC API", &api_listener, config.api_addr)?;
         let http_addr = local_addr("HTTP", &http_listener, config.http_addr)?;
         let raft = groups.global().raft().clone();
-        let raft_port = RaftPort::spawn(groups.clone(), raft_listener);
+        let raft_port = RaftPort::spawn(groups.clone(), raft_listener, peer_tls);
         let backend = Arc::new(Router::new(
             groups.clone(),
             config.write_timeout,
@@ -201,8 +214,13 @@ impl Node {
     }
 }
 
-/// What this node's groups are built from.
-fn group_kit(config: &Config, metrics: &Arc<Metrics>) -> Result<GroupKit, NodeError> {
+/// What this node's groups are built from (peers dialled over `peer_tls` when set).
+fn group_kit(
+    config: &Config,
+    metrics: &Arc<Metrics>,
+    peer_tls: Option<&Arc<ReloadingTls>>,
+) -> Result<GroupKit, NodeError> {
+    let peer_client = peer_tls.and_then(|tls| tls.peer_client());
     let raft_config = config
         .raft_config()
         .map_err(|e| NodeError::Raft(e.to_string()))?;
@@ -211,12 +229,16 @@ fn group_kit(config: &Config, metrics: &Arc<Metrics>) -> Result<GroupKit, NodeEr
         region: config.region.clone(),
         data_dir: config.data_dir.clone(),
         raft_config: Arc::new(raft_config),
-        network: idem_raft::Network::new(config.node_id, idem_raft::NetworkOptions::default()),
+        network: idem_raft::Network::with_tls(
+            config.node_id,
+            idem_raft::NetworkOptions::default(),
+            peer_client.clone(),
+        ),
         shared: Shared {
             write_timeout: config.write_timeout,
             read_timeout: config.read_timeout,
             metrics: Arc::clone(metrics),
-            forwarder: Arc::default(),
+            forwarder: Arc::new(Forwarder::new(peer_client)),
         },
         failpoints: failpoints(),
     })

@@ -1,6 +1,7 @@
 //! The node-to-node port: every group's Raft RPCs and the `Forward` service, served before
 //! bootstrap so peers can reach the node from the start.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
@@ -9,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::listen::incoming;
 use crate::groups::{ForwardService, GroupSet};
+use crate::tls::{port_incoming, ReloadingTls};
 
 /// The Raft port: the Raft RPCs of every group this node serves and the `Forward` service.
 pub(super) struct RaftPort {
@@ -18,12 +20,19 @@ pub(super) struct RaftPort {
 }
 
 impl RaftPort {
-    pub(super) fn spawn(groups: GroupSet, listener: TcpListener) -> Self {
+    pub(super) fn spawn(
+        groups: GroupSet,
+        listener: TcpListener,
+        tls: Option<Arc<ReloadingTls>>,
+    ) -> Self {
         let stop = CancellationToken::new();
         let server = idem_raft::server_builder(&idem_raft::NetworkOptions::default())
             .add_service(idem_raft::RaftService::server(groups.registry().clone()))
             .add_service(ForwardService::server(groups.clone()))
-            .serve_with_incoming_shutdown(incoming(listener), stop.clone().cancelled_owned());
+            .serve_with_incoming_shutdown(
+                port_incoming(incoming(listener), tls),
+                stop.clone().cancelled_owned(),
+            );
         RaftPort {
             groups,
             stop,

@@ -9,7 +9,9 @@
 //! members) change nothing and are always retried.
 //!
 //! Channels are connected eagerly and cached per address, so a connect failure is known
-//! to have happened before sending.
+//! to have happened before sending. With `[peer_tls]` they are mutual TLS connections
+//! ([`idem_raft::PeerTls`]): the leader's Raft port accepts `Forward` only from
+//! certificates of the cluster CA.
 
 use std::collections::HashMap;
 use std::error::Error as _;
@@ -62,9 +64,18 @@ pub enum ForwardFailure {
 #[derive(Default)]
 pub struct Forwarder {
     channels: Mutex<HashMap<String, Channel>>,
+    tls: Option<idem_raft::PeerTls>,
 }
 
 impl Forwarder {
+    /// A forwarder dialling leaders over `tls` (mutual TLS), or plaintext without it.
+    pub fn new(tls: Option<idem_raft::PeerTls>) -> Self {
+        Forwarder {
+            channels: Mutex::default(),
+            tls,
+        }
+    }
+
     /// Sends `payload` as `kind` for `group` to the node at `raft_addr`, bounded by
     /// `timeout`.
     /// `idempotent`: a failure after sending may be retried (reads).
@@ -128,7 +139,13 @@ impl Forwarder {
             .map_err(|e| retry(e.to_string()))?
             .connect_timeout(timeout)
             .tcp_nodelay(true);
-        let channel = tokio::time::timeout(timeout, endpoint.connect())
+        let connect = async {
+            match &self.tls {
+                Some(tls) => tls.connect(&endpoint).await,
+                None => endpoint.connect().await,
+            }
+        };
+        let channel = tokio::time::timeout(timeout, connect)
             .await
             .map_err(|_| retry("connect timed out".into()))?
             .map_err(|e| retry(e.to_string()))?;

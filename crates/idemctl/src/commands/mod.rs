@@ -5,6 +5,7 @@
 //! idem-core types once, so validation errors read the same for every command.
 
 mod admin;
+mod cert;
 mod claim;
 mod cluster;
 mod op;
@@ -12,7 +13,7 @@ mod read;
 mod regions;
 mod worker;
 
-use idem_client::{Client, ClientError, ClientOptions, RetryPolicy, Target};
+use idem_client::{Client, ClientError, ClientOptions, RetryPolicy, Target, TlsOptions};
 use idem_core::{ErrorSummary, IdempotencyKey, OperationId, RecordKey, Scope, StoredResult};
 
 use crate::cli::{
@@ -24,6 +25,9 @@ use crate::output::Doc;
 
 /// Runs the parsed command line against the cluster.
 pub async fn run(cli: Cli) -> Result<Doc, CliError> {
+    if let Command::Cert(command) = &cli.command {
+        return cert::run(command);
+    }
     let client = connect(&cli)?;
     match cli.command {
         Command::Claim(args) => claim::claim(&client, args).await,
@@ -40,6 +44,7 @@ pub async fn run(cli: Cli) -> Result<Doc, CliError> {
         Command::Op(OpCommand::List(args)) => op::list(&client, args).await,
         Command::Op(OpCommand::Reconcile(args)) => op::reconcile(&client, args).await,
         Command::Purge(args) => admin::purge(&client, args).await,
+        Command::Cert(_) => unreachable!("answered above, without a connection"),
         Command::Status => admin::status(&client).await,
         Command::Member(MemberCommand::List) => cluster::list(&client).await,
         Command::Member(MemberCommand::Add(args)) => cluster::add(&client, args).await,
@@ -66,9 +71,27 @@ fn connect(cli: &Cli) -> Result<Client, CliError> {
             max_attempts: cli.max_attempts.max(1),
             ..RetryPolicy::default()
         },
+        tls: tls_options(cli),
+        token: cli
+            .security
+            .token
+            .clone()
+            .map(idem_client::BearerToken::new),
         ..ClientOptions::default()
     };
     Ok(Client::connect(cli.endpoints.clone(), options)?)
+}
+
+/// TLS when a CA is given (`--cacert`); a client certificate with `--cert`/`--key`.
+fn tls_options(cli: &Cli) -> Option<TlsOptions> {
+    let security = &cli.security;
+    let ca = security.cacert.clone()?;
+    Some(TlsOptions {
+        ca: Some(ca),
+        cert: security.cert.clone(),
+        key: security.key.clone(),
+        server_name: security.server_name.clone(),
+    })
 }
 
 /// The validated record identity of the scope and key flags.
