@@ -104,7 +104,7 @@ pub(crate) struct Db {
 impl Db {
     /// Opens (creating if needed) the database at `path` with every column family.
     pub(crate) fn open(path: &Path) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(path)?;
+        crate::dirs::create_durable(path)?;
         let mut options = Options::default();
         options.create_if_missing(true);
         options.create_missing_column_families(true);

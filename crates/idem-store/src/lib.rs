@@ -24,6 +24,7 @@ mod blob;
 mod builder;
 mod codec;
 mod db;
+mod dirs;
 mod entry_cache;
 mod error;
 mod frames;

@@ -11,7 +11,7 @@
 //! pointer: after a crash either the old state and old snapshot or the new state and new
 //! snapshot are visible, never a mix. See the `blob` module for the data format.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,7 +61,7 @@ impl SnapshotStore {
         if partial.exists() {
             fs::remove_dir_all(&partial)?;
         }
-        fs::create_dir_all(&partial)?;
+        crate::dirs::create_durable(&partial)?;
         let store = SnapshotStore {
             db,
             dir,
@@ -260,7 +260,7 @@ fn read_meta(db: &Db, view: &rocksdb::Snapshot<'_>) -> Result<SnapshotMeta, Stor
 
 /// Makes renames and creations in `dir` durable.
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)?.sync_all()?;
+    crate::dirs::sync(dir)?;
     Ok(())
 }
 
