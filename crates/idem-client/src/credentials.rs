@@ -67,3 +67,31 @@ impl tonic::service::Interceptor for Authorization {
 
 /// What every call goes through: the endpoint's channel with the [`Authorization`].
 pub(crate) type Connection = InterceptedService<Channel, Authorization>;
+
+#[cfg(test)]
+mod tests {
+    use tonic::service::Interceptor;
+
+    use super::*;
+
+    fn header(token: Option<&BearerToken>) -> Option<String> {
+        let mut interceptor = Authorization::new(token).unwrap();
+        let request = interceptor.call(tonic::Request::new(())).unwrap();
+        let value = request.metadata().get("authorization")?;
+        Some(value.to_str().unwrap().to_owned())
+    }
+
+    #[test]
+    fn every_call_carries_the_bearer_token() {
+        let token = BearerToken::new("idem_s3cret");
+        assert_eq!(header(Some(&token)).as_deref(), Some("Bearer idem_s3cret"));
+        assert_eq!(header(None), None);
+    }
+
+    #[test]
+    fn the_token_is_never_printed_and_must_be_a_header_value() {
+        let token = BearerToken::new("idem_s3cret");
+        assert!(!format!("{token:?}").contains("s3cret"));
+        assert!(Authorization::new(Some(&BearerToken::new("bad\ntoken"))).is_err());
+    }
+}

@@ -81,3 +81,22 @@ fn invalid(message: impl Into<String>) -> ClientError {
 fn read(path: &Path) -> Result<Vec<u8>, ClientError> {
     std::fs::read(path).map_err(|e| invalid(format!("{}: {e}", path.display())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_needs_a_ca_and_a_whole_client_certificate() {
+        assert!(TlsOptions::default().client_config().is_err());
+        let dir = std::env::temp_dir();
+        let half = TlsOptions {
+            cert: Some(dir.join("cert.pem")),
+            ..TlsOptions::with_ca(dir.join("ca.pem"))
+        };
+        assert!(half.client_config().is_err());
+        let missing = TlsOptions::with_ca(dir.join("no-such-ca-file.pem"));
+        let error = missing.client_config().unwrap_err();
+        assert!(error.message().contains("no-such-ca-file.pem"), "{error}");
+    }
+}

@@ -808,6 +808,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_tls_client_speaks_https_to_every_endpoint() {
+        assert_eq!(normalize_for("a:1", true).unwrap(), "https://a:1");
+        assert_eq!(normalize_for("https://a:1/", true).unwrap(), "https://a:1");
+        assert!(normalize_for("http://a:1", true).is_err());
+    }
+
+    #[test]
     fn endpoints_are_normalized() {
         assert_eq!(
             normalize("127.0.0.1:7400").unwrap(),

@@ -156,3 +156,62 @@ fn write(dir: &Path, file: &str, contents: &str, secret: bool) -> Result<PathBuf
         .map_err(|e| usage(format!("{}: {e}", path.display())))?;
     Ok(path)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::cli::{CertClientArgs, CertNameArgs};
+
+    fn node_args(dir: &Path, dns: &[&str], ip: &[&str]) -> CertNodeArgs {
+        CertNodeArgs {
+            dir: dir.to_owned(),
+            name: "node1".into(),
+            dns: dns.iter().map(|d| (*d).to_owned()).collect(),
+            ip: ip.iter().map(|i| i.parse().unwrap()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_ca_issues_node_and_client_certificates() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        run(&CertCommand::CreateCa(CertNameArgs {
+            dir: d.to_owned(),
+            name: "test CA".into(),
+        }))
+        .unwrap();
+        let node = node_args(d, &["localhost"], &["127.0.0.1"]);
+        let issued = run(&CertCommand::Node(node)).unwrap();
+        run(&CertCommand::Client(CertClientArgs {
+            dir: d.to_owned(),
+            name: "admin".into(),
+        }))
+        .unwrap();
+
+        // The node certificate names what clients and peers dial, and is a certificate.
+        let json = crate::output::to_json(&issued);
+        assert!(json.contains(r#""sans":"localhost,127.0.0.1""#), "{json}");
+        let pem = std::fs::read_to_string(d.join("node1.pem")).unwrap();
+        let key = KeyPair::from_pem(&std::fs::read_to_string(d.join("node1-key.pem")).unwrap());
+        assert!(Issuer::from_ca_cert_pem(&pem, key.unwrap()).is_ok());
+        for key in ["ca-key.pem", "node1-key.pem", "admin-key.pem"] {
+            let mode = std::fs::metadata(d.join(key)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{key}");
+        }
+        assert!(d.join("admin.pem").is_file());
+    }
+
+    #[test]
+    fn a_node_certificate_needs_a_name_and_a_ca() {
+        let dir = tempfile::tempdir().unwrap();
+        let nameless = run(&CertCommand::Node(node_args(dir.path(), &[], &[])));
+        assert!(matches!(nameless, Err(CliError::Usage(_))));
+        let without_ca = run(&CertCommand::Node(node_args(dir.path(), &["n1"], &[])));
+        match without_ca {
+            Err(CliError::Usage(message)) => assert!(message.contains("create-ca"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
