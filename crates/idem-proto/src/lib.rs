@@ -133,6 +133,19 @@ pub mod reason {
     pub const NOT_IN_FAILOVER: &str = "NOT_IN_FAILOVER";
     /// RESOURCE_EXHAUSTED: the request message is above the server's limit.
     pub const REQUEST_TOO_LARGE: &str = "REQUEST_TOO_LARGE";
+    /// RESOURCE_EXHAUSTED: the tenant's rate limit for this kind of call is used up; retry
+    /// after the `retry-after-ms` hint. Nothing was proposed.
+    pub const RATE_LIMITED: &str = "RATE_LIMITED";
+    /// RESOURCE_EXHAUSTED: the tenant has as many unfinished (non-terminal) records as its
+    /// quota allows; a claim that would create another is refused. Existing records are
+    /// unaffected.
+    pub const QUOTA_EXCEEDED: &str = "QUOTA_EXCEEDED";
+    /// RESOURCE_EXHAUSTED: the node serves as many requests as it allows at once and shed
+    /// this one without running it; retry after the `retry-after-ms` hint, or elsewhere.
+    pub const OVERLOADED: &str = "OVERLOADED";
+    /// DEADLINE_EXCEEDED: a read did not finish before the caller's deadline
+    /// (`grpc-timeout`); a write cut off by its deadline is `UNAVAILABLE_OUTCOME_UNKNOWN`.
+    pub const DEADLINE_EXCEEDED: &str = "DEADLINE_EXCEEDED";
     /// INTERNAL: a bug or storage failure on the server.
     pub const INTERNAL: &str = "INTERNAL";
 
@@ -161,6 +174,10 @@ pub mod reason {
         (PLACEMENT_CONFLICT, Code::FailedPrecondition),
         (NOT_IN_FAILOVER, Code::FailedPrecondition),
         (REQUEST_TOO_LARGE, Code::ResourceExhausted),
+        (RATE_LIMITED, Code::ResourceExhausted),
+        (QUOTA_EXCEEDED, Code::ResourceExhausted),
+        (OVERLOADED, Code::ResourceExhausted),
+        (DEADLINE_EXCEEDED, Code::DeadlineExceeded),
         (INTERNAL, Code::Internal),
     ];
 

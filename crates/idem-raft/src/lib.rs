@@ -54,7 +54,10 @@ mod timeouts;
 
 pub use network::{Network, NetworkOptions, Peer};
 pub use peer_tls::PeerTls;
-pub use server::{GroupRegistry, RaftService};
+pub use server::{
+    GroupRegistry, RaftService, RefusalHook, DEFAULT_MAX_SNAPSHOT_BYTES, SNAPSHOT_TOO_LARGE,
+    STALE_VOTE,
+};
 pub use timeouts::{LogPolicy, RaftTimeouts};
 
 /// idem-core's placement defines the group ids; re-exported for the Raft port's wiring.

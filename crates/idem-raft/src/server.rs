@@ -32,6 +32,11 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::codec::{self, CodecError, FORMAT};
 use crate::DEFAULT_MAX_MESSAGE_SIZE;
 
+/// The refusal of a snapshot announced above the size cap.
+pub const SNAPSHOT_TOO_LARGE: &str = "SNAPSHOT_TOO_LARGE";
+/// The refusal of a snapshot whose vote is older than the receiver's.
+pub const STALE_VOTE: &str = "STALE_VOTE";
+
 /// The Raft groups this node serves: group id → that group's Raft handle.
 ///
 /// Cheap to clone; all clones share one map, so the node can register a group after the
@@ -90,12 +95,21 @@ impl GroupRegistry {
     }
 }
 
+/// Default largest snapshot a peer may announce: 4 GiB.
+pub const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = 4 << 30;
+
+/// Called with the reason of every snapshot this service refuses before reading its body
+/// (`SNAPSHOT_TOO_LARGE`, `STALE_VOTE`), for the node's metrics.
+pub type RefusalHook = Arc<dyn Fn(&'static str) + Send + Sync>;
+
 /// The `idem.raft.v1.Raft` service: decodes each RPC, hands it to the Raft of its group
 /// (see [`GroupRegistry`]) and encodes the answer.
 #[derive(Clone)]
 pub struct RaftService {
     registry: GroupRegistry,
     max_message_size: usize,
+    max_snapshot_bytes: u64,
+    on_refusal: Option<RefusalHook>,
 }
 
 impl RaftService {
@@ -105,6 +119,65 @@ impl RaftService {
         RaftService {
             registry,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            max_snapshot_bytes: DEFAULT_MAX_SNAPSHOT_BYTES,
+            on_refusal: None,
+        }
+    }
+
+    /// Refuses snapshots announced larger than `bytes` before receiving any of their data
+    /// (default [`DEFAULT_MAX_SNAPSHOT_BYTES`]): a sender cannot fill the disk by announcing
+    /// a huge size.
+    pub fn with_max_snapshot_bytes(mut self, bytes: u64) -> Self {
+        self.max_snapshot_bytes = bytes;
+        self
+    }
+
+    /// Calls `hook` with the reason of every snapshot refused before its body.
+    pub fn on_refusal(mut self, hook: RefusalHook) -> Self {
+        self.on_refusal = Some(hook);
+        self
+    }
+
+    /// Whether a snapshot announced by `header` may be received: its size within the cap
+    /// and its vote not older than this node's (openraft would refuse it after the whole
+    /// body was written to disk). `Some` holds the answer to send instead.
+    fn refuse_snapshot(
+        &self,
+        raft: &Raft,
+        vote: &Vote,
+        size: u64,
+    ) -> Option<Result<Response<RaftReply>, Status>> {
+        if size > self.max_snapshot_bytes {
+            self.refused(SNAPSHOT_TOO_LARGE);
+            tracing::warn!(
+                size,
+                limit = self.max_snapshot_bytes,
+                "refused a snapshot announced above max_snapshot_bytes"
+            );
+            return Some(Err(Status::resource_exhausted(format!(
+                "{SNAPSHOT_TOO_LARGE}: the snapshot announces {size} bytes, above this node's limit of {}",
+                self.max_snapshot_bytes
+            ))));
+        }
+        let metrics = raft.metrics();
+        let current = metrics.borrow_watched().vote;
+        if vote.partial_cmp(&current) != Some(std::cmp::Ordering::Less) {
+            return None;
+        }
+        // What openraft answers a stale leader: this node's vote, so the sender steps down.
+        self.refused(STALE_VOTE);
+        tracing::debug!(
+            ?vote,
+            ?current,
+            "refused a snapshot from a stale leader before its body"
+        );
+        let answer = SnapshotResponse::<TypeConfig> { vote: current };
+        Some(reply("SnapshotResponse", Ok::<_, Fatal<_>>(answer)).map(Response::new))
+    }
+
+    fn refused(&self, reason: &'static str) {
+        if let Some(hook) = &self.on_refusal {
+            hook(reason);
         }
     }
 
@@ -273,6 +346,9 @@ impl RaftRpc for RaftService {
         let meta: SnapshotMeta =
             codec::decode("SnapshotMeta", &header.meta).map_err(|e| e.to_status())?;
         let size = header.size;
+        if let Some(answer) = self.refuse_snapshot(&raft, &vote, size) {
+            return answer;
+        }
         // Chunks go to a file in the group's snapshot directory as they arrive: receiving
         // takes bounded memory whatever the snapshot's size. The file is deleted if the
         // transfer fails or openraft does not install it.

@@ -25,6 +25,7 @@ pub mod config;
 pub mod failpoint;
 pub mod groups;
 pub mod http;
+pub mod limits;
 pub mod metrics;
 pub mod node;
 pub mod policy;

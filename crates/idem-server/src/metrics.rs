@@ -61,6 +61,10 @@ pub struct Metrics {
     /// `idem_local_replays_total`: claims of terminal records answered from this node's
     /// replica without a Raft round trip.
     pub local_replays: IntCounter,
+    /// `idem_limit_refusals_total{reason,kind}`: requests refused by a limit before
+    /// anything was proposed (`RATE_LIMITED`, `QUOTA_EXCEEDED`, `OVERLOADED`, deadline
+    /// answers), by what was limited (`claim`, `replay`, `mutation`, `request`, `deadline`).
+    pub limit_refusals: IntCounterVec,
     /// `idem_group_failover{group}`: 1 while the region group is in failover.
     pub group_failover: IntGaugeVec,
     /// `idem_group_failover_seconds{group}`: how long the current failover has lasted.
@@ -167,6 +171,7 @@ impl Metrics {
             raft_timeouts: counter_vec(&r, "idem_raft_timeouts_total", "Raft writes and read barriers that timed out (answered UNAVAILABLE_OUTCOME_UNKNOWN).", &["op"]),
             forwarded: counter_vec(&r, "idem_forwarded_total", "Requests forwarded by this follower to the leader and answered, by kind (propose, read_index, membership).", &["kind"]),
             cross_region_hops: counter_vec(&r, "idem_cross_region_hops_total", "Forwarded requests whose leader is in another region than this node, by kind.", &["kind"]),
+            limit_refusals: counter_vec(&r, "idem_limit_refusals_total", "Requests refused by a limit before anything was proposed, by reason and by what was limited.", &["reason", "kind"]),
             local_replays: counter(&r, "idem_local_replays_total", "Claims of terminal records answered from this node's replica without a Raft round trip."),
             group_failover: gauge_vec(&r, "idem_group_failover", "1 while the region group is in failover (its leader outside its home region).", &["group"]),
             group_failover_seconds: float_gauge_vec(&r, "idem_group_failover_seconds", "How long the region group's current failover has lasted; 0 when none.", &["group"]),

@@ -5,6 +5,12 @@
 //! result is validated against the core's ranges, so a claim that asks for a 2-hour lease
 //! gets `INVALID_POLICY` instead of a silently clamped value.
 //!
+//! An endpoint may also cap what a claim may ask for (`lease_ceiling`, `retention_ceiling`,
+//! `max_result_bytes_ceiling`): a client that asks for more is refused with
+//! `INVALID_POLICY`, never silently clamped, so it learns at once that its request will not
+//! be honoured as sent. The ceilings bound the claim's overrides only; the operator's own
+//! values for the endpoint are checked against them when the configuration is read.
+//!
 //! Risk is the one exception to "the claim wins": when an operator configured a risk for an
 //! endpoint, a claim may raise it but never lower it. An endpoint marked HIGH because it moves
 //! money must not become NORMAL because one client sent `RISK_LOW`. The cluster default risk
@@ -16,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use idem_core::{Policy, Risk, ValidationError};
+use idem_core::{Field, Policy, Risk, ValidationError};
 
 /// The part of a policy an endpoint may set; unset fields inherit the cluster default.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -29,6 +35,45 @@ pub struct EndpointPolicy {
     pub risk: Option<Risk>,
     /// Largest stored result, in bytes.
     pub max_result_bytes: Option<u32>,
+    /// Longest lease a claim may ask for.
+    pub lease_ceiling: Option<Duration>,
+    /// Longest retention a claim may ask for.
+    pub retention_ceiling: Option<Duration>,
+    /// Largest `max_result_bytes` a claim may ask for.
+    pub max_result_bytes_ceiling: Option<u32>,
+}
+
+impl EndpointPolicy {
+    /// Refuses overrides above this endpoint's ceilings (`INVALID_POLICY`).
+    pub fn check_ceilings(&self, overrides: &Overrides) -> Result<(), ValidationError> {
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let above = |field, asked: u64, min: u64, ceiling: u64| {
+            if asked > ceiling {
+                return Err(ValidationError::Range {
+                    field,
+                    value: asked,
+                    min,
+                    max: ceiling,
+                });
+            }
+            Ok(())
+        };
+        if let (Some(asked), Some(ceiling)) = (overrides.lease, self.lease_ceiling) {
+            let min = millis(idem_core::policy::MIN_LEASE);
+            above(Field::Lease, millis(asked), min, millis(ceiling))?;
+        }
+        if let (Some(asked), Some(ceiling)) = (overrides.retention, self.retention_ceiling) {
+            let min = millis(idem_core::policy::MIN_RETENTION);
+            above(Field::Retention, millis(asked), min, millis(ceiling))?;
+        }
+        if let (Some(asked), Some(ceiling)) =
+            (overrides.max_result_bytes, self.max_result_bytes_ceiling)
+        {
+            let min = idem_core::policy::MIN_RESULT_BYTES.into();
+            above(Field::MaxResultBytes, asked.into(), min, ceiling.into())?;
+        }
+        Ok(())
+    }
 }
 
 /// What a claim asked for; `None` means "use the endpoint policy".
@@ -76,7 +121,11 @@ impl Policies {
         overrides: &Overrides,
     ) -> Result<Policy, ValidationError> {
         let base = self.for_endpoint(endpoint);
-        let floor = self.endpoints.get(endpoint).and_then(|p| p.risk);
+        let custom = self.endpoints.get(endpoint);
+        if let Some(custom) = custom {
+            custom.check_ceilings(overrides)?;
+        }
+        let floor = custom.and_then(|p| p.risk);
         let risk = match (overrides.risk, floor) {
             (Some(asked), Some(floor)) => asked.max(floor),
             (Some(asked), None) => asked,
@@ -167,6 +216,66 @@ mod tests {
         let exports = policies().resolve("POST /v1/exports", &raised).unwrap();
         assert_eq!(exports.risk, Risk::High);
         assert_eq!(exports.lease, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn overrides_above_an_endpoints_ceilings_are_refused_not_clamped() {
+        let mut policies = policies();
+        policies.endpoints.insert(
+            "POST /v1/refunds".to_owned(),
+            EndpointPolicy {
+                lease_ceiling: Some(Duration::from_secs(60)),
+                retention_ceiling: Some(Duration::from_secs(86_400)),
+                max_result_bytes_ceiling: Some(4096),
+                ..EndpointPolicy::default()
+            },
+        );
+        let within = Overrides {
+            lease: Some(Duration::from_secs(60)),
+            retention: Some(Duration::from_secs(86_400)),
+            max_result_bytes: Some(4096),
+            ..Overrides::default()
+        };
+        let p = policies.resolve("POST /v1/refunds", &within).unwrap();
+        assert_eq!(p.lease, Duration::from_secs(60));
+        for (asked, field) in [
+            (
+                Overrides {
+                    lease: Some(Duration::from_secs(61)),
+                    ..Overrides::default()
+                },
+                Field::Lease,
+            ),
+            (
+                Overrides {
+                    retention: Some(Duration::from_secs(86_401)),
+                    ..Overrides::default()
+                },
+                Field::Retention,
+            ),
+            (
+                Overrides {
+                    max_result_bytes: Some(4097),
+                    ..Overrides::default()
+                },
+                Field::MaxResultBytes,
+            ),
+        ] {
+            let err = policies.resolve("POST /v1/refunds", &asked).unwrap_err();
+            assert_eq!(err.reason(), "INVALID_POLICY");
+            assert_eq!(err.field(), field);
+        }
+        // No override: the endpoint's own values, whatever the ceilings.
+        let p = policies
+            .resolve("POST /v1/refunds", &Overrides::default())
+            .unwrap();
+        assert_eq!(p, Policy::default());
+        // Other endpoints have no ceilings.
+        let long = Overrides {
+            lease: Some(Duration::from_secs(600)),
+            ..Overrides::default()
+        };
+        policies.resolve("POST /v1/orders", &long).unwrap();
     }
 
     #[test]

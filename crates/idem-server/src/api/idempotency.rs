@@ -26,6 +26,7 @@ use tonic::{Request, Response, Status};
 use crate::api::decode::{self, ClaimInput, Lookup};
 use crate::api::{batch, encode, observe, record_operation, ApiContext};
 use crate::backend::RequestError;
+use crate::limits::CallKind;
 
 /// A terminal record is replayed locally only if it is retained at least this much longer:
 /// a replica may lag the leader's expiry sweep by about this much before it could replay
@@ -62,12 +63,19 @@ impl IdempotencyService {
             .as_ref()
             .and_then(|record| self.local_replay(record, &fingerprints))
         {
+            let limits = &self.ctx.tenant_limits;
+            limits.charge(target.scope.tenant(), CallKind::Replay)?;
             self.ctx.metrics.local_replays.inc();
             record_operation(&outcome.record.operation_id);
             self.count_claim(prior.as_ref(), &outcome);
             tracing::debug!(outcome = outcome.kind.name(), "claim replayed locally");
             return Ok(claim_response(&outcome));
         }
+        let tenant = target.scope.tenant().to_owned();
+        let limits = &self.ctx.tenant_limits;
+        let slot = limits
+            .admit_claim(&tenant, prior.is_none(), &self.ctx.backend)
+            .await?;
         let command = Command::Claim(Claim {
             target,
             fingerprints,
@@ -75,7 +83,9 @@ impl IdempotencyService {
             holder,
             operation_id: OperationId::generate(),
         });
-        let outcome = match self.ctx.backend.propose(command).await? {
+        let proposed = self.ctx.backend.propose(command).await;
+        limits.settle_claim(&tenant, slot, &proposed);
+        let outcome = match proposed? {
             Outcome::Claim(outcome) => outcome,
             other => return Err(self.unexpected("claim", other)),
         };
@@ -114,7 +124,11 @@ impl IdempotencyService {
     /// Proposes a worker mutation and returns the record it changed.
     async fn mutate(&self, command: Command) -> Result<pb::RecordResponse, RequestError> {
         let name = command.name();
-        match self.ctx.backend.propose(command).await? {
+        let tenant = command.tenant().unwrap_or_default().to_owned();
+        self.ctx.tenant_limits.charge(&tenant, CallKind::Mutation)?;
+        let proposed = self.ctx.backend.propose(command).await;
+        self.ctx.tenant_limits.settle_mutation(&tenant, &proposed);
+        match proposed? {
             Outcome::Record(record) => {
                 record_operation(&record.operation_id);
                 Ok(pb::RecordResponse {

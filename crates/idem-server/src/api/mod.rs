@@ -36,6 +36,7 @@ pub(crate) use observe::{observe, record_operation};
 
 use crate::api::decode::BodyLimits;
 use crate::backend::Backend;
+use crate::limits::TenantLimits;
 use crate::metrics::Metrics;
 use crate::policy::Policies;
 use crate::stats::StatsCache;
@@ -59,4 +60,6 @@ pub struct ApiContext {
     pub region: String,
     /// This node's zone.
     pub zone: String,
+    /// Per-tenant rates and quotas, asked before proposing.
+    pub tenant_limits: Arc<TenantLimits>,
 }

@@ -22,6 +22,11 @@ impl From<RequestError> for Status {
             RequestError::Rejected(rejection @ Rejection::RegionFailover { retry_after }) => {
                 status::with_retry_after(rejection.reason(), rejection.to_string(), retry_after)
             }
+            RequestError::Exhausted {
+                reason,
+                message,
+                retry_after: Some(after),
+            } => status::with_retry_after(reason, message, after),
             other => {
                 let reason = other.reason();
                 status::error(reason, other.to_string(), [])
@@ -106,6 +111,25 @@ mod tests {
         for (rejection, code, expected) in cases {
             check(RequestError::from(rejection), code, expected);
         }
+    }
+
+    #[test]
+    fn limits_are_resource_exhausted_with_a_retry_hint() {
+        let limited = RequestError::exhausted(
+            reason::RATE_LIMITED,
+            "claims of this tenant are limited",
+            Some(std::time::Duration::from_millis(250)),
+        );
+        let status = check(limited, Code::ResourceExhausted, reason::RATE_LIMITED);
+        assert_eq!(
+            status::retry_after(&status),
+            Some(std::time::Duration::from_millis(250))
+        );
+        let quota = RequestError::exhausted(reason::QUOTA_EXCEEDED, "quota", None);
+        let status = check(quota, Code::ResourceExhausted, reason::QUOTA_EXCEEDED);
+        assert_eq!(status::retry_after(&status), None);
+        let shed = RequestError::exhausted(reason::OVERLOADED, "busy", None);
+        check(shed, Code::ResourceExhausted, reason::OVERLOADED);
     }
 
     #[test]

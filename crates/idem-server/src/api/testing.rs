@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::api::decode::BodyLimits;
 use crate::api::ApiContext;
 use crate::backend::memory::MemoryBackend;
+use crate::limits::{LimitsConfig, TenantLimits};
 use crate::metrics::Metrics;
 use crate::policy::Policies;
 use crate::stats::StatsCache;
@@ -27,6 +28,10 @@ pub(crate) fn context(backend: Arc<MemoryBackend>, policies: Policies) -> Arc<Ap
         stats: Arc::new(StatsCache::default()),
         region: "local".into(),
         zone: "local-a".into(),
+        tenant_limits: Arc::new(TenantLimits::new(
+            LimitsConfig::default(),
+            Arc::new(Metrics::new()),
+        )),
     })
 }
 

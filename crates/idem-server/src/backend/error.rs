@@ -45,6 +45,17 @@ pub enum RequestError {
     /// or may not have taken effect.
     #[error("{0}")]
     OutcomeUnknown(String),
+    /// A limit refused the request before anything was proposed (`RATE_LIMITED`,
+    /// `QUOTA_EXCEEDED`, `OVERLOADED`); the client may retry after `retry_after`.
+    #[error("{message}")]
+    Exhausted {
+        /// The machine-readable reason.
+        reason: &'static str,
+        /// Which limit, for a person (never a key or a body).
+        message: String,
+        /// When a retry may succeed, if the limit knows (sent as `retry-after-ms`).
+        retry_after: Option<std::time::Duration>,
+    },
     /// Refused before anything changed, for a reason other than malformed input: a
     /// membership change the cluster's state does not allow (`WRONG_STATE`), an unknown
     /// member (`NOT_FOUND`), or such an answer relayed from the leader.
@@ -82,6 +93,19 @@ impl RequestError {
         }
     }
 
+    /// [`RequestError::Exhausted`] with the given reason and retry hint.
+    pub fn exhausted(
+        reason: &'static str,
+        message: impl Into<String>,
+        retry_after: Option<std::time::Duration>,
+    ) -> Self {
+        RequestError::Exhausted {
+            reason,
+            message: message.into(),
+            retry_after,
+        }
+    }
+
     /// The machine-readable reason of this error.
     pub fn reason(&self) -> &'static str {
         match self {
@@ -89,6 +113,7 @@ impl RequestError {
             RequestError::Rejected(rejection) => rejection.reason(),
             RequestError::NotLeader { .. } => reason::NOT_LEADER,
             RequestError::OutcomeUnknown(_) => reason::UNAVAILABLE_OUTCOME_UNKNOWN,
+            RequestError::Exhausted { reason, .. } => reason,
             RequestError::Refused { reason, .. } => reason,
             RequestError::Internal(_) => reason::INTERNAL,
         }

@@ -27,6 +27,7 @@ use clap::CommandFactory;
 use idem_core::{Policy, Scope};
 
 mod cli;
+mod limits;
 mod sources;
 #[cfg(test)]
 mod tests;
@@ -41,6 +42,7 @@ use sources::*;
 use values::*;
 
 use crate::cluster::{ClusterConfig, InitialMember};
+use crate::limits::LimitsConfig;
 use crate::policy::{EndpointPolicy, Policies};
 
 /// Default public gRPC API address.
@@ -136,6 +138,8 @@ pub struct Config {
     pub tls: Option<TlsConfig>,
     /// Mutual TLS on the Raft port and to peers (`[peer_tls]`); `None`: plaintext.
     pub peer_tls: Option<PeerTlsConfig>,
+    /// Rates, quotas, concurrency, HTTP/2 and snapshot bounds (`[limits]`).
+    pub limits: LimitsConfig,
     /// Initial members and bootstrap mode (`[cluster]`).
     pub cluster: ClusterConfig,
 }
@@ -163,6 +167,7 @@ impl Default for Config {
             policies: Policies::default(),
             tls: None,
             peer_tls: None,
+            limits: LimitsConfig::default(),
             cluster: ClusterConfig::default(),
         }
     }
@@ -324,6 +329,15 @@ impl Config {
             if let Some(bytes) = custom.max_result_bytes {
                 table.insert("max_result_bytes".into(), int(bytes.into()));
             }
+            if let Some(lease) = custom.lease_ceiling {
+                table.insert("lease_ceiling".into(), duration(lease));
+            }
+            if let Some(retention) = custom.retention_ceiling {
+                table.insert("retention_ceiling".into(), duration(retention));
+            }
+            if let Some(bytes) = custom.max_result_bytes_ceiling {
+                table.insert("max_result_bytes_ceiling".into(), int(bytes.into()));
+            }
             endpoints.insert(endpoint.clone(), toml::Value::Table(table));
         }
         root.insert("policies".into(), toml::Value::Table(endpoints));
@@ -336,6 +350,7 @@ impl Config {
         );
         cluster.insert("join".into(), toml::Value::Boolean(self.cluster.join));
         root.insert("cluster".into(), toml::Value::Table(cluster));
+        root.insert("limits".into(), limits::limits_toml(&self.limits));
         if let Some(api) = &self.tls {
             root.insert("tls".into(), tls::tls_toml(api));
         }
@@ -401,6 +416,7 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
     let raft = build_raft(sources, &mut p);
     let policies = build_policies(sources, &mut p);
     let cluster = build_cluster(sources, &mut p);
+    let limits = limits::build_limits(sources, &mut p);
     p.extend(cluster.problems(node_id, raft_addr, api_addr));
     if !p.is_empty() {
         return Err(ConfigError::Invalid(p));
@@ -426,6 +442,7 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
         peer_tls,
         raft,
         policies,
+        limits,
         cluster,
     })
 }
@@ -587,6 +604,7 @@ fn build_policies(sources: &Sources<'_>, p: &mut Vec<String>) -> Policies {
             continue;
         }
         let parsed = endpoint_policy(&name, custom, path, p);
+        p.extend(ceiling_problems(&name, path, &parsed, &policies.default));
         policies.endpoints.insert(endpoint.clone(), parsed);
         if let Err(e) = policies
             .resolve(endpoint, &crate::policy::Overrides::default())
@@ -614,6 +632,23 @@ fn endpoint_policy(
         retention: endpoint_field(name, table, "retention", path, any_duration, p),
         risk: endpoint_field(name, table, "risk", path, risk, p),
         max_result_bytes: endpoint_field(name, table, "max_result_bytes", path, result_bytes, p),
+        lease_ceiling: endpoint_field(name, table, "lease_ceiling", path, lease_ceiling, p),
+        retention_ceiling: endpoint_field(
+            name,
+            table,
+            "retention_ceiling",
+            path,
+            retention_ceiling,
+            p,
+        ),
+        max_result_bytes_ceiling: endpoint_field(
+            name,
+            table,
+            "max_result_bytes_ceiling",
+            path,
+            result_bytes,
+            p,
+        ),
     }
 }
 
@@ -644,6 +679,64 @@ fn endpoint_field<T>(
             None
         }
     }
+}
+
+/// An endpoint whose own values exceed its ceilings.
+fn ceiling_problems(
+    name: &str,
+    path: &Path,
+    custom: &EndpointPolicy,
+    default: &Policy,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut check = |key: &str, value: String, ceiling: String, above: bool| {
+        if above {
+            problems.push(format!(
+                "{name}.{key}_ceiling = {ceiling:?} (in file {}): below the endpoint's own {key} ({value})",
+                path.display()
+            ));
+        }
+    };
+    let lease = custom.lease.unwrap_or(default.lease);
+    if let Some(ceiling) = custom.lease_ceiling {
+        check(
+            "lease",
+            format_duration(lease),
+            format_duration(ceiling),
+            lease > ceiling,
+        );
+    }
+    let retention = custom.retention.unwrap_or(default.retention);
+    if let Some(ceiling) = custom.retention_ceiling {
+        let (v, c) = (format_duration(retention), format_duration(ceiling));
+        check("retention", v, c, retention > ceiling);
+    }
+    let bytes = custom.max_result_bytes.unwrap_or(default.max_result_bytes);
+    if let Some(ceiling) = custom.max_result_bytes_ceiling {
+        check(
+            "max_result_bytes",
+            bytes.to_string(),
+            ceiling.to_string(),
+            bytes > ceiling,
+        );
+    }
+    problems
+}
+
+fn lease_ceiling(text: &str) -> Result<Duration, String> {
+    duration_in(
+        text,
+        idem_core::policy::MIN_LEASE,
+        idem_core::policy::MAX_LEASE,
+    )
+}
+
+fn retention_ceiling(text: &str) -> Result<Duration, String> {
+    duration_in(
+        text,
+        idem_core::policy::MIN_RETENTION,
+        idem_core::policy::MAX_RETENTION,
+    )
 }
 
 /// A validation error of a policy, with the configuration key of its field.

@@ -81,10 +81,20 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "policy",
     "policies",
     "cluster",
+    "limits",
 ];
 pub(super) const CLUSTER_KEYS: &[&str] = &["initial_members", "join"];
 pub(super) const RAFT_KEYS: &[&str] = &["heartbeat_interval", "election_timeout", "snapshot_logs"];
 pub(super) const POLICY_KEYS: &[&str] = &["lease", "retention", "risk", "max_result_bytes"];
+pub(super) const ENDPOINT_POLICY_KEYS: &[&str] = &[
+    "lease",
+    "retention",
+    "risk",
+    "max_result_bytes",
+    "lease_ceiling",
+    "retention_ceiling",
+    "max_result_bytes_ceiling",
+];
 pub(super) const TLS_KEYS: &[&str] = &["cert", "key", "ca", "client_auth"];
 pub(super) const PEER_TLS_KEYS: &[&str] = &["cert", "key", "ca"];
 
@@ -208,6 +218,7 @@ pub(super) fn read_file(path: &Path) -> Result<toml::Table, ConfigError> {
         ))
     })?;
     let mut problems = unknown_keys(&table, path);
+    problems.extend(super::limits::unknown_limit_keys(&table, path));
     if problems.is_empty() {
         Ok(table)
     } else {
@@ -247,7 +258,11 @@ pub(super) fn unknown_keys(table: &toml::Table, path: &Path) -> Vec<String> {
     if let Some(endpoints) = table.get("policies").and_then(toml::Value::as_table) {
         for (endpoint, value) in endpoints {
             if let Some(custom) = value.as_table() {
-                check(&format!("policies.{endpoint:?}."), custom, POLICY_KEYS);
+                check(
+                    &format!("policies.{endpoint:?}."),
+                    custom,
+                    ENDPOINT_POLICY_KEYS,
+                );
             }
         }
     }

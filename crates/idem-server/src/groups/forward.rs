@@ -20,6 +20,7 @@ use tonic::{Request, Response, Status};
 use super::set::GroupSet;
 use crate::backend::{MembershipChange, RequestError};
 use crate::replica::forward::to_wire;
+use crate::replica::forwardable;
 use crate::replica::Replica;
 
 /// Serves forwarded requests against the [`Replica`] of the group they name.
@@ -76,6 +77,13 @@ impl Forward for ForwardService {
         request: Request<rpb::ForwardRequest>,
     ) -> Result<Response<rpb::ForwardReply>, Status> {
         let (backend, command): (_, Command) = self.open(request)?;
+        if let Err(why) = forwardable::check(&command) {
+            let name = command.name();
+            tracing::warn!(command = name, why, "refused a forwarded command");
+            return Err(Status::permission_denied(format!(
+                "{name} cannot be forwarded: {why}"
+            )));
+        }
         let outcome = backend.propose_here(command).await;
         Ok(reply(outcome.and_then(|o| encode(&o))))
     }

@@ -18,6 +18,7 @@ use super::error::NodeError;
 use super::listen::incoming;
 use crate::api::{request_too_large_layer, AdminService, ApiContext, IdempotencyService};
 use crate::config::Config;
+use crate::limits::AdmissionLayer;
 use crate::replica::Raft;
 use crate::tls::{identity_layer, port_incoming, ReloadingTls, TlsSource};
 
@@ -34,6 +35,7 @@ pub(super) fn spawn_grpc(
     shutdown: CancellationToken,
 ) -> Result<(GrpcTask, tonic_health::server::HealthReporter), NodeError> {
     let tls = ReloadingTls::watched("API", config.tls.clone().map(TlsSource::Api))?;
+    let admission = AdmissionLayer::new(config.limits.max_in_flight, Arc::clone(&ctx.metrics));
     let limit = config.max_request_bytes;
     let idempotency = IdempotencyServer::new(IdempotencyService::new(Arc::clone(&ctx)))
         .max_decoding_message_size(limit);
@@ -53,6 +55,10 @@ pub(super) fn spawn_grpc(
         .build_v1alpha()
         .map_err(reflection_error)?;
     let server = tonic::transport::Server::builder()
+        .max_concurrent_streams(config.limits.max_concurrent_streams)
+        .http2_keepalive_interval(Some(config.limits.keepalive_interval))
+        .http2_keepalive_timeout(Some(config.limits.keepalive_timeout))
+        .layer(admission)
         .layer(identity_layer())
         .layer(request_too_large_layer())
         .add_service(idempotency)

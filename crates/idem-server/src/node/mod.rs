@@ -54,11 +54,12 @@ use crate::config::Config;
 use crate::failpoint::Failpoints;
 use crate::groups::{provisioner, Group, GroupKit, GroupSet, Router, Steward};
 use crate::http::{self, HttpState};
+use crate::limits::TenantLimits;
 use crate::metrics::Metrics;
+use crate::replica::forward::Forwarder;
 use crate::replica::Shared;
 use crate::stats::StatsCache;
 use crate::sweep::{self, SweepConfig};
-use crate::replica::forward::Forwarder;
 use crate::tls::{ReloadingTls, TlsSource};
 
 /// Starts nodes.
@@ -112,7 +113,13 @@ impl Node {
         let api_addr = local_addr("gRPC API", &api_listener, config.api_addr)?;
         let http_addr = local_addr("HTTP", &http_listener, config.http_addr)?;
         let raft = groups.global().raft().clone();
-        let raft_port = RaftPort::spawn(groups.clone(), raft_listener, peer_tls);
+        let raft_port = RaftPort::spawn(
+            &config.limits,
+            &metrics,
+            groups.clone(),
+            raft_listener,
+            peer_tls,
+        );
         let backend = Arc::new(Router::new(
             groups.clone(),
             config.write_timeout,
@@ -144,6 +151,10 @@ impl Node {
             stats: Arc::clone(&stats),
             region: config.region.clone(),
             zone: config.zone.clone(),
+            tenant_limits: Arc::new(TenantLimits::new(
+                config.limits.clone(),
+                Arc::clone(&metrics),
+            )),
         });
 
         let (grpc, health) = spawn_grpc(&config, ctx, api_listener, shutdown.clone())?;

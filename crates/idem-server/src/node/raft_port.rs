@@ -10,6 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::listen::incoming;
 use crate::groups::{ForwardService, GroupSet};
+use crate::limits::LimitsConfig;
+use crate::metrics::Metrics;
 use crate::tls::{port_incoming, ReloadingTls};
 
 /// The Raft port: the Raft RPCs of every group this node serves and the `Forward` service.
@@ -21,13 +23,30 @@ pub(super) struct RaftPort {
 
 impl RaftPort {
     pub(super) fn spawn(
+        limits: &LimitsConfig,
+        metrics: &std::sync::Arc<Metrics>,
         groups: GroupSet,
         listener: TcpListener,
         tls: Option<Arc<ReloadingTls>>,
     ) -> Self {
         let stop = CancellationToken::new();
-        let server = idem_raft::server_builder(&idem_raft::NetworkOptions::default())
-            .add_service(idem_raft::RaftService::server(groups.registry().clone()))
+        let options = idem_raft::NetworkOptions {
+            keepalive_interval: limits.keepalive_interval,
+            keepalive_timeout: limits.keepalive_timeout,
+            ..idem_raft::NetworkOptions::default()
+        };
+        let metrics = std::sync::Arc::clone(metrics);
+        let raft = idem_raft::RaftService::new(groups.registry().clone())
+            .with_max_snapshot_bytes(limits.max_snapshot_bytes)
+            .on_refusal(std::sync::Arc::new(move |reason: &'static str| {
+                metrics
+                    .limit_refusals
+                    .with_label_values(&[reason, "snapshot"])
+                    .inc();
+            }));
+        let server = idem_raft::server_builder(&options)
+            .max_concurrent_streams(limits.max_concurrent_streams)
+            .add_service(raft.into_server())
             .add_service(ForwardService::server(groups.clone()))
             .serve_with_incoming_shutdown(
                 port_incoming(incoming(listener), tls),

@@ -25,6 +25,7 @@
 
 mod failover;
 pub mod forward;
+pub mod forwardable;
 pub mod membership;
 
 use std::sync::Arc;
@@ -153,6 +154,10 @@ impl Replica {
     /// Proposes `command` on the leader (here, or forwarded) and returns apply's outcome.
     pub async fn propose(&self, command: Command) -> Result<Outcome, RequestError> {
         command.validate()?;
+        if forwardable::check(&command).is_err() {
+            // A leader-only command (the sweep's Expire): never forwarded.
+            return self.propose_here(command).await;
+        }
         let deadline = Instant::now() + self.write_timeout;
         self.routed(
             ForwardKind::Propose,
