@@ -157,3 +157,86 @@ pub(super) fn peer_tls_toml(tls: &PeerTlsConfig) -> toml::Value {
 fn path_value(path: &std::path::Path) -> toml::Value {
     toml::Value::String(path.to_string_lossy().into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, ConfigError};
+
+    fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let args = std::iter::once("idemd").chain(args.iter().copied());
+        let lookup = |name: &str| {
+            env.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        Config::load(args, &lookup).map(|i| i.config)
+    }
+
+    fn problems(result: Result<Config, ConfigError>) -> String {
+        match result {
+            Err(ConfigError::Invalid(lines)) => lines.join("\n"),
+            other => panic!("expected problems, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn tls_is_off_until_a_certificate_is_set() {
+        let config = load(&[], &[]).unwrap();
+        assert_eq!((config.tls, config.peer_tls), (None, None));
+    }
+
+    #[test]
+    fn flags_and_variables_set_both_sections() {
+        let config = load(
+            &["--tls-cert", "api.pem", "--tls-key", "api-key.pem"],
+            &[
+                ("IDEM_TLS_CA", "ca.pem"),
+                ("IDEM_TLS_CLIENT_AUTH", "require"),
+                ("IDEM_PEER_TLS_CERT", "n1.pem"),
+                ("IDEM_PEER_TLS_KEY", "n1-key.pem"),
+                ("IDEM_PEER_TLS_CA", "ca.pem"),
+            ],
+        )
+        .unwrap();
+        let api = config.tls.clone().unwrap();
+        assert_eq!(api.cert, PathBuf::from("api.pem"));
+        assert_eq!(api.ca, Some(PathBuf::from("ca.pem")));
+        assert_eq!(api.client_auth, ClientAuth::Require);
+        assert_eq!(config.peer_tls.clone().unwrap().ca, PathBuf::from("ca.pem"));
+        // --print-config is a valid configuration file with the same sections.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("idemd.toml");
+        std::fs::write(&file, config.to_toml()).unwrap();
+        let again = load(&["--config", file.to_str().unwrap()], &[]).unwrap();
+        assert_eq!((again.tls, again.peer_tls), (config.tls, config.peer_tls));
+    }
+
+    #[test]
+    fn incomplete_sections_name_the_missing_key() {
+        let text = problems(load(&["--tls-cert", "a.pem"], &[]));
+        assert!(text.contains("tls.key"), "{text}");
+        let text = problems(load(
+            &["--tls-cert", "a.pem", "--tls-key", "k.pem"],
+            &[("IDEM_TLS_CLIENT_AUTH", "require")],
+        ));
+        assert!(text.contains("needs tls.ca"), "{text}");
+        let text = problems(load(&["--peer-tls-cert", "n.pem"], &[]));
+        assert!(
+            text.contains("peer_tls.key") && text.contains("peer_tls.ca"),
+            "{text}"
+        );
+        let text = problems(load(
+            &[
+                "--tls-cert",
+                "a.pem",
+                "--tls-key",
+                "k.pem",
+                "--tls-client-auth",
+                "maybe",
+            ],
+            &[],
+        ));
+        assert!(text.contains("expected require or optional"), "{text}");
+    }
+}
