@@ -121,7 +121,7 @@ fn client(endpoints: Vec<String>, unreachable: bool) -> Client {
             max_attempts: 2,
             initial_backoff: Duration::from_millis(10),
             max_backoff: Duration::from_millis(50),
-            total_budget: Duration::from_secs(2),
+            ..RetryPolicy::default()
         };
     }
     Client::connect(endpoints, options).unwrap()
