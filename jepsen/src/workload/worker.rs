@@ -67,6 +67,9 @@ pub fn client_options() -> ClientOptions {
         },
         region: None,
         coalescing: Coalescing::default(),
+        // The harness runs its nodes in plaintext with authentication off.
+        tls: None,
+        token: None,
     }
 }
 
