@@ -13,7 +13,7 @@ CARGO ?= cargo
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-verify: bootstrap fmt-check clippy test jepsen ## Everything CI checks: fmt, clippy -D warnings, all tests, a short jepsen run. Edits nothing.
+verify: bootstrap fmt-check clippy test python-test jepsen ## Everything CI checks: fmt, clippy -D warnings, all tests, the Python client's tests, a short jepsen run. Edits nothing.
 
 bootstrap: ## Install missing system packages (RocksDB, libclang, netns tools).
 	@scripts/bootstrap.sh
@@ -37,7 +37,7 @@ fmt: ## Format the workspace.
 	$(CARGO) fmt --all
 
 run: bootstrap ## Start a dev node with data under ./data.
-	$(CARGO) run --release --bin idemd
+	$(CARGO) run --release --bin idemd -- --auth off
 
 .PHONY: python-test
 python-test: ## The Python client's tests (clients/python) against real idemd processes (< 2 min).

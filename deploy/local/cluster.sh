@@ -191,6 +191,9 @@ write_config() { # id join
         echo "heartbeat_interval = \"$HEARTBEAT\""
         echo "election_timeout = \"$ELECTION\""
         echo
+        echo "[auth]"
+        echo "mode = \"off\"   # a plaintext development cluster"
+        echo
         echo "[cluster]"
         if [[ "$join" == true ]]; then
             echo "join = true"

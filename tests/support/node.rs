@@ -186,6 +186,10 @@ impl Node {
             .arg(self.raft_addr.to_string())
             .arg("--http-addr")
             .arg(self.http_addr.to_string())
+            // The black-box suites test the store, not its credentials (tests of
+            // authentication start their own nodes).
+            .arg("--auth")
+            .arg("off")
             .args(&self.options.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log handle"))

@@ -76,6 +76,7 @@ class Node:
             "--api-addr", f"127.0.0.1:{self.api}",
             "--raft-addr", f"127.0.0.1:{self.raft}",
             "--http-addr", f"127.0.0.1:{self.http}",
+            "--auth", "off",
         ]  # fmt: skip
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         log.close()

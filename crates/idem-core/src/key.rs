@@ -7,7 +7,6 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::{check_text, Field, ValidationError};
 
@@ -39,9 +38,11 @@ impl IdempotencyKey {
         &self.0
     }
 
-    /// A short, stable hash of the key (first 8 bytes of SHA-256, hex) for logs and metrics.
+    /// A short keyed hash of the key for logs ([`crate::log_hash`]): the same key gives the
+    /// same hash on every node that shares the log secret, and a dictionary of likely keys
+    /// (order ids) cannot be hashed to find it without that secret.
     pub fn log_hash(&self) -> String {
-        hex::encode(&Sha256::digest(self.0.as_bytes())[..8])
+        crate::log_hash::of(self.0.as_bytes())
     }
 }
 

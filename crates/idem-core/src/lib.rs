@@ -14,6 +14,7 @@ pub mod command;
 pub mod error;
 pub mod fingerprint;
 pub mod key;
+pub mod log_hash;
 pub mod operation_id;
 pub mod outcome;
 pub mod placement;

@@ -148,6 +148,15 @@ pub mod reason {
     pub const DEADLINE_EXCEEDED: &str = "DEADLINE_EXCEEDED";
     /// INTERNAL: a bug or storage failure on the server.
     pub const INTERNAL: &str = "INTERNAL";
+    /// UNAUTHENTICATED: authentication is on and the call carried no valid credential (no
+    /// bearer token, an unknown or revoked one, no client certificate mapped to a principal).
+    pub const UNAUTHENTICATED: &str = "UNAUTHENTICATED";
+    /// PERMISSION_DENIED: the scope's (or the record's) tenant is not one of the caller's.
+    /// Nothing was read or written.
+    pub const TENANT_FORBIDDEN: &str = "TENANT_FORBIDDEN";
+    /// PERMISSION_DENIED: the call needs a role the caller does not have (`operator` or
+    /// `admin`).
+    pub const ROLE_FORBIDDEN: &str = "ROLE_FORBIDDEN";
 
     /// Every reason with its gRPC status code.
     pub const ALL: &[(&str, Code)] = &[
@@ -179,6 +188,9 @@ pub mod reason {
         (OVERLOADED, Code::ResourceExhausted),
         (DEADLINE_EXCEEDED, Code::DeadlineExceeded),
         (INTERNAL, Code::Internal),
+        (UNAUTHENTICATED, Code::Unauthenticated),
+        (TENANT_FORBIDDEN, Code::PermissionDenied),
+        (ROLE_FORBIDDEN, Code::PermissionDenied),
     ];
 
     /// The gRPC status code of a reason, or `None` for a reason this version does not

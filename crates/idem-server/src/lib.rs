@@ -19,6 +19,7 @@
 //!   services ([`api::IdempotencyService`], [`api::AdminService`]) depend on nothing else.
 
 pub mod api;
+pub mod auth;
 pub mod backend;
 pub mod cluster;
 pub mod config;

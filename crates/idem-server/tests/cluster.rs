@@ -6,9 +6,11 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::time::Duration;
 
+use idem_proto::testing::requests;
 use idem_proto::v1 as pb;
 use idem_proto::v1::admin_client::AdminClient;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
+use idem_server::config::AuthConfig;
 use idem_server::{ClusterConfig, Config, InitialMember, Node, NodeHandle};
 use openraft::async_runtime::WatchReceiver;
 use tonic::transport::Channel;
@@ -42,6 +44,7 @@ fn config(dir: &Path, me: &InitialMember, cluster: ClusterConfig) -> Config {
         read_timeout: Duration::from_secs(5),
         shutdown_grace: Duration::from_secs(2),
         cluster,
+        auth: AuthConfig::off(),
         ..Config::default()
     };
     config.raft.heartbeat_interval = Duration::from_millis(100);
@@ -99,28 +102,11 @@ async fn admin(node: &NodeHandle) -> AdminClient<Channel> {
 }
 
 fn scope() -> pb::Scope {
-    pb::Scope {
-        tenant: "acme".into(),
-        environment: "prod".into(),
-        actor: "user-1".into(),
-        endpoint: "POST /v1/charges".into(),
-    }
+    requests::scope("acme")
 }
 
 fn claim(key: &str, holder: &str) -> pb::ClaimRequest {
-    pb::ClaimRequest {
-        scope: Some(scope()),
-        key: key.into(),
-        request: Some(pb::CanonicalRequest {
-            method: "POST".into(),
-            route: "/v1/charges".into(),
-            body_json: Some(br#"{"amount": 5}"#.to_vec()),
-            schema_version: 1,
-            ..Default::default()
-        }),
-        holder: holder.into(),
-        ..Default::default()
-    }
+    requests::claim(scope(), key, holder, r#"{"amount": 5}"#)
 }
 
 async fn shutdown(nodes: Vec<NodeHandle>) {

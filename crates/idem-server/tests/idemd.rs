@@ -90,6 +90,8 @@ fn sigterm_stops_the_node_gracefully() {
             "50ms",
             "--raft-election-timeout",
             "300ms",
+            "--auth",
+            "off",
         ])
         .stderr(Stdio::piped())
         .spawn()

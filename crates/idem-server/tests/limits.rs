@@ -12,6 +12,7 @@ use idem_proto::raft_v1 as rpb;
 use idem_proto::v1 as pb;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
 use idem_proto::{reason, status};
+use idem_server::config::AuthConfig;
 use idem_server::{Config, Node, NodeHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::transport::Channel;
@@ -32,6 +33,7 @@ fn config(dir: &Path) -> Config {
         api_addr: any,
         raft_addr: any,
         http_addr: any,
+        auth: AuthConfig::off(),
         ..Config::default()
     };
     config.raft.heartbeat_interval = Duration::from_millis(50);

@@ -6,10 +6,12 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use idem_proto::testing::requests;
 use idem_proto::v1 as pb;
 use idem_proto::v1::admin_client::AdminClient;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
 use idem_proto::{reason, status};
+use idem_server::config::AuthConfig;
 use idem_server::{Config, Node, NodeError, NodeHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::transport::Channel;
@@ -25,6 +27,7 @@ fn config(dir: &Path) -> Config {
         max_request_bytes: 256 * 1024,
         max_body_bytes: 64 * 1024,
         shutdown_grace: Duration::from_secs(5),
+        auth: AuthConfig::off(),
         ..Config::default()
     };
     config.raft.heartbeat_interval = Duration::from_millis(50);
@@ -47,31 +50,13 @@ async fn client(addr: SocketAddr) -> IdempotencyClient<Channel> {
 }
 
 fn scope() -> pb::Scope {
-    pb::Scope {
-        tenant: "acme".into(),
-        environment: "prod".into(),
-        actor: "user-42".into(),
-        endpoint: "POST /v1/charges".into(),
-    }
+    requests::scope("acme")
 }
 
 fn claim(key: &str, holder: &str, body: &str) -> pb::ClaimRequest {
-    pb::ClaimRequest {
-        scope: Some(scope()),
-        key: key.into(),
-        request: Some(pb::CanonicalRequest {
-            method: "POST".into(),
-            route: "/v1/charges".into(),
-            body_json: Some(body.as_bytes().to_vec()),
-            schema_version: 1,
-            ..Default::default()
-        }),
-        holder: holder.into(),
-        ..Default::default()
-    }
+    requests::claim(scope(), key, holder, body)
 }
 
-/// GET `path` on the HTTP port with a bare HTTP/1.0 request; returns (status, body).
 async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream

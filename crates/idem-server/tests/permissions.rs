@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
+use idem_proto::testing::requests;
 use idem_proto::v1 as pb;
 use idem_proto::v1::admin_client::AdminClient;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
@@ -78,28 +79,16 @@ fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
 }
 
 fn scope(tenant: &str) -> pb::Scope {
-    pb::Scope {
-        tenant: tenant.into(),
-        environment: "prod".into(),
-        actor: "user-1".into(),
-        endpoint: "POST /v1/charges".into(),
-    }
+    requests::scope(tenant)
 }
 
 fn claim(tenant: &str, key: &str) -> pb::ClaimRequest {
-    pb::ClaimRequest {
-        scope: Some(scope(tenant)),
-        key: key.into(),
-        request: Some(pb::CanonicalRequest {
-            method: "POST".into(),
-            route: "/v1/charges".into(),
-            body_json: Some(br#"{"amount":1}"#.to_vec()),
-            schema_version: 1,
-            ..Default::default()
-        }),
-        holder: format!("holder-{key}"),
-        ..Default::default()
-    }
+    requests::claim(
+        scope(tenant),
+        key,
+        &format!("holder-{key}"),
+        r#"{"amount":1}"#,
+    )
 }
 
 fn refused(status: &tonic::Status, code: Code, expected: &str) {
@@ -243,7 +232,7 @@ async fn admin_calls_need_their_role_and_operators_their_tenants() {
         mode: pb::Mode::RegionAffinity.into(),
     };
     let error = admin
-        .set_mode(with_token(mode.clone(), Some(OPERATOR)))
+        .set_mode(with_token(mode, Some(OPERATOR)))
         .await
         .unwrap_err();
     refused(&error, Code::PermissionDenied, reason::ROLE_FORBIDDEN);

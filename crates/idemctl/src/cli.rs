@@ -220,6 +220,10 @@ pub enum Command {
     #[command(subcommand)]
     Cert(CertCommand),
 
+    /// Authentication: the bearer tokens of a credentials file (create, revoke, list).
+    #[command(subcommand)]
+    Auth(AuthCommand),
+
     /// Status of every endpoint: node, leader, term, indexes, records by state.
     #[command(after_help = "Example:\n  idemctl --endpoints n1:7400,n2:7400,n3:7400 status")]
     Status,
@@ -247,6 +251,69 @@ pub enum Command {
     /// Region failover of the region groups: status, confirm a new home.
     #[command(subcommand)]
     Failover(FailoverCommand),
+}
+
+/// `idemctl auth ...`.
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Bearer tokens in a node's credentials file (the file `[auth] credentials` names).
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+/// `idemctl auth token ...`: edits the credentials file, talks to no node.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token: a random secret, printed once; the file keeps only its SHA-256.
+    #[command(
+        after_help = "Example:\n  idemctl auth token create --credentials /etc/idem/credentials.toml \
+                      --name payments-eu --role worker --tenant acme"
+    )]
+    Create(TokenCreateArgs),
+    /// Revoke a token by name (nodes stop accepting it within a second of reading the file).
+    #[command(
+        after_help = "Example:\n  idemctl auth token revoke --credentials /etc/idem/credentials.toml \
+                      --name payments-eu"
+    )]
+    Revoke(TokenRevokeArgs),
+    /// List the principals of the file: name, kind, role, tenants (never a secret).
+    List(TokenFileArgs),
+}
+
+/// `idemctl auth token create`.
+#[derive(Debug, Args)]
+pub struct TokenCreateArgs {
+    /// The credentials file (created when missing).
+    #[arg(long, env = "IDEM_AUTH_CREDENTIALS", value_name = "FILE")]
+    pub credentials: PathBuf,
+    /// The principal's name: audited for its changes, unique in the file.
+    #[arg(long)]
+    pub name: String,
+    /// worker, operator or admin.
+    #[arg(long, default_value = "worker")]
+    pub role: String,
+    /// A tenant the token acts for (repeat it; '*' for every tenant).
+    #[arg(long = "tenant", value_name = "TENANT")]
+    pub tenants: Vec<String>,
+}
+
+/// `idemctl auth token revoke`.
+#[derive(Debug, Args)]
+pub struct TokenRevokeArgs {
+    /// The credentials file.
+    #[arg(long, env = "IDEM_AUTH_CREDENTIALS", value_name = "FILE")]
+    pub credentials: PathBuf,
+    /// The token's name.
+    #[arg(long)]
+    pub name: String,
+}
+
+/// A credentials file.
+#[derive(Debug, Args)]
+pub struct TokenFileArgs {
+    /// The credentials file.
+    #[arg(long, env = "IDEM_AUTH_CREDENTIALS", value_name = "FILE")]
+    pub credentials: PathBuf,
 }
 
 /// `idemctl cert ...`.

@@ -149,6 +149,10 @@ impl NodeConfig {
         raft.insert("heartbeat_interval".into(), d(self.timings.heartbeat));
         raft.insert("election_timeout".into(), d(self.timings.election));
         root.insert("raft".into(), toml::Value::Table(raft));
+        // The harness checks the store's promises under faults, not its credentials.
+        let mut auth = toml::Table::new();
+        auth.insert("mode".into(), s("off"));
+        root.insert("auth".into(), toml::Value::Table(auth));
         if !self.members.is_empty() {
             let members = self.members.iter().map(MemberSpec::to_toml).collect();
             let mut cluster = toml::Table::new();

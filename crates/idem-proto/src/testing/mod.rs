@@ -7,9 +7,12 @@
 //! - [`admin`]: [`FakeAdmin`], an in-memory `Admin` service with the placement rules of a
 //!   real node (versions, unknown regions, conflicts, failover confirmation), that records
 //!   every request it receives;
-//! - [`sample`]: the wire messages it starts from (the groups a node reports, a member).
+//! - [`sample`]: the wire messages it starts from (the groups a node reports, a member);
+//! - [`requests`]: the `Idempotency` requests the server's tests send (scope, claims,
+//!   complete).
 
 pub mod admin;
+pub mod requests;
 pub mod sample;
 
 pub use admin::{service, AdminFake, FakeAdmin};

@@ -8,6 +8,7 @@
 //! bound (few matches among many records) still lets the client continue where it stopped.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::sync::Arc;
 
 use idem_core::command::{PurgeSubject, Reconcile, ReconcileTarget};
@@ -20,6 +21,7 @@ use tonic::{Request, Response, Status};
 use crate::api::decode::fields;
 use crate::api::{encode, members, regions};
 use crate::api::{observe, record_operation, ApiContext};
+use crate::auth::{Principal, Role};
 use crate::backend::{Backend, RequestError};
 
 /// `ListOperations` page size when the request says 0.
@@ -149,8 +151,15 @@ impl AdminService {
 
     async fn list(
         &self,
+        caller: Result<Principal, RequestError>,
         req: pb::ListOperationsRequest,
     ) -> Result<pb::ListOperationsResponse, RequestError> {
+        let caller = caller?;
+        if req.tenant.is_empty() {
+            caller.require_all_tenants(Role::Operator)?;
+        } else {
+            caller.require(Role::Operator, Some(&req.tenant))?;
+        }
         let query = ListQuery::parse(req)?;
         self.ctx.backend.read_barrier().await?;
         let backend = Arc::clone(&self.ctx.backend);
@@ -168,8 +177,11 @@ impl AdminService {
 
     async fn reconcile(
         &self,
+        caller: Result<Principal, RequestError>,
         req: pb::ReconcileRequest,
     ) -> Result<pb::ReconcileResponse, RequestError> {
+        let caller = caller?;
+        caller.require(Role::Admin, None)?;
         let operation_id = fields::operation_id(&req.operation_id)?;
         record_operation(&operation_id);
         let target = match pb::State::try_from(req.target) {
@@ -190,7 +202,7 @@ impl AdminService {
                 "target must be STATE_COMPLETED, STATE_RETRYABLE_FAILURE or STATE_TERMINAL_FAILURE",
             )),
         };
-        let admin = operator(req.operator);
+        let admin = operator(caller.audited_name(req.operator));
         let command = Command::Reconcile(Reconcile {
             operation_id,
             expected_version: req.expected_version,
@@ -220,11 +232,14 @@ impl AdminService {
 
     async fn purge(
         &self,
+        caller: Result<Principal, RequestError>,
         req: pb::PurgeSubjectRequest,
     ) -> Result<pb::PurgeSubjectResponse, RequestError> {
+        let caller = caller?;
+        caller.require(Role::Admin, None)?;
         validate_tenant(&req.tenant)?;
         validate_actor(&req.actor)?;
-        let admin = operator(req.operator);
+        let admin = operator(caller.audited_name(req.operator));
         let mut scrubbed_total = 0;
         let mut after = None;
         loop {
@@ -298,17 +313,28 @@ impl AdminService {
     }
 }
 
+/// Runs `handler` once the caller is known to have at least `role`.
+async fn guarded<T>(
+    caller: Result<Principal, RequestError>,
+    role: Role,
+    handler: impl Future<Output = Result<T, RequestError>>,
+) -> Result<T, RequestError> {
+    caller?.require(role, None)?;
+    handler.await
+}
+
 #[tonic::async_trait]
 impl Admin for AdminService {
     async fn list_operations(
         &self,
         request: Request<pb::ListOperationsRequest>,
     ) -> Result<Response<pb::ListOperationsResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         observe(
             &self.ctx.metrics,
             "admin",
             "list_operations",
-            self.list(request.into_inner()),
+            self.list(caller, request.into_inner()),
         )
         .await
     }
@@ -317,11 +343,12 @@ impl Admin for AdminService {
         &self,
         request: Request<pb::ReconcileRequest>,
     ) -> Result<Response<pb::ReconcileResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         observe(
             &self.ctx.metrics,
             "admin",
             "reconcile",
-            AdminService::reconcile(self, request.into_inner()),
+            AdminService::reconcile(self, caller, request.into_inner()),
         )
         .await
     }
@@ -330,82 +357,120 @@ impl Admin for AdminService {
         &self,
         request: Request<pb::PurgeSubjectRequest>,
     ) -> Result<Response<pb::PurgeSubjectResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         observe(
             &self.ctx.metrics,
             "admin",
             "purge_subject",
-            self.purge(request.into_inner()),
+            self.purge(caller, request.into_inner()),
         )
         .await
     }
 
     async fn status(
         &self,
-        _request: Request<pb::StatusRequest>,
+        request: Request<pb::StatusRequest>,
     ) -> Result<Response<pb::StatusResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         observe(
             &self.ctx.metrics,
             "admin",
             "status",
-            AdminService::status(self),
+            guarded(caller, Role::Operator, AdminService::status(self)),
         )
         .await
     }
 
     async fn list_members(
         &self,
-        _request: Request<pb::ListMembersRequest>,
+        request: Request<pb::ListMembersRequest>,
     ) -> Result<Response<pb::ListMembersResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let ctx = &self.ctx;
-        observe(&ctx.metrics, "admin", "list_members", members::list(ctx)).await
+        observe(
+            &ctx.metrics,
+            "admin",
+            "list_members",
+            guarded(caller, Role::Operator, members::list(ctx)),
+        )
+        .await
     }
 
     async fn add_member(
         &self,
         request: Request<pb::AddMemberRequest>,
     ) -> Result<Response<pb::AddMemberResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let ctx = &self.ctx;
         let handler = members::add(ctx, request.into_inner());
-        observe(&ctx.metrics, "admin", "add_member", handler).await
+        observe(
+            &ctx.metrics,
+            "admin",
+            "add_member",
+            guarded(caller, Role::Admin, handler),
+        )
+        .await
     }
 
     async fn promote_member(
         &self,
         request: Request<pb::PromoteMemberRequest>,
     ) -> Result<Response<pb::MembersResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let ctx = &self.ctx;
         let handler = members::promote(ctx, request.into_inner());
-        observe(&ctx.metrics, "admin", "promote_member", handler).await
+        observe(
+            &ctx.metrics,
+            "admin",
+            "promote_member",
+            guarded(caller, Role::Admin, handler),
+        )
+        .await
     }
 
     async fn remove_member(
         &self,
         request: Request<pb::RemoveMemberRequest>,
     ) -> Result<Response<pb::MembersResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let ctx = &self.ctx;
         let handler = members::remove(ctx, request.into_inner());
-        observe(&ctx.metrics, "admin", "remove_member", handler).await
+        observe(
+            &ctx.metrics,
+            "admin",
+            "remove_member",
+            guarded(caller, Role::Admin, handler),
+        )
+        .await
     }
 
     async fn transfer_leader(
         &self,
         request: Request<pb::TransferLeaderRequest>,
     ) -> Result<Response<pb::TransferLeaderResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let ctx = &self.ctx;
         let handler = members::transfer(ctx, request.into_inner());
-        observe(&ctx.metrics, "admin", "transfer_leader", handler).await
+        observe(
+            &ctx.metrics,
+            "admin",
+            "transfer_leader",
+            guarded(caller, Role::Admin, handler),
+        )
+        .await
     }
 
     async fn get_cluster_config(
         &self,
-        _request: Request<pb::GetClusterConfigRequest>,
+        request: Request<pb::GetClusterConfigRequest>,
     ) -> Result<Response<pb::ClusterConfig>, Status> {
+        let caller = self.ctx.caller(&request);
         let ctx = &self.ctx;
         observe(
             &ctx.metrics,
             "admin",
             "get_cluster_config",
-            regions::config(ctx),
+            guarded(caller, Role::Operator, regions::config(ctx)),
         )
         .await
     }
@@ -414,54 +479,101 @@ impl Admin for AdminService {
         &self,
         request: Request<pb::SetModeRequest>,
     ) -> Result<Response<pb::ClusterConfig>, Status> {
+        let caller = self.ctx.caller(&request);
         let ctx = &self.ctx;
         let handler = regions::set_mode(ctx, request.into_inner());
-        observe(&ctx.metrics, "admin", "set_mode", handler).await
+        observe(
+            &ctx.metrics,
+            "admin",
+            "set_mode",
+            guarded(caller, Role::Admin, handler),
+        )
+        .await
     }
 
     async fn add_region(
         &self,
         request: Request<pb::AddRegionRequest>,
     ) -> Result<Response<pb::ClusterConfig>, Status> {
+        let caller = self.ctx.caller(&request);
         let ctx = &self.ctx;
         let handler = regions::add_region(ctx, request.into_inner());
-        observe(&ctx.metrics, "admin", "add_region", handler).await
+        observe(
+            &ctx.metrics,
+            "admin",
+            "add_region",
+            guarded(caller, Role::Admin, handler),
+        )
+        .await
     }
 
     async fn bind_tenant(
         &self,
         request: Request<pb::BindTenantRequest>,
     ) -> Result<Response<pb::ClusterConfig>, Status> {
+        let caller = self.ctx.caller(&request);
         let ctx = &self.ctx;
         let handler = regions::bind(ctx, request.into_inner());
-        observe(&ctx.metrics, "admin", "bind_tenant", handler).await
+        observe(
+            &ctx.metrics,
+            "admin",
+            "bind_tenant",
+            guarded(caller, Role::Admin, handler),
+        )
+        .await
     }
 
     async fn unbind_tenant(
         &self,
         request: Request<pb::UnbindTenantRequest>,
     ) -> Result<Response<pb::ClusterConfig>, Status> {
+        let caller = self.ctx.caller(&request);
         let ctx = &self.ctx;
         let handler = regions::unbind(ctx, request.into_inner());
-        observe(&ctx.metrics, "admin", "unbind_tenant", handler).await
+        observe(
+            &ctx.metrics,
+            "admin",
+            "unbind_tenant",
+            guarded(caller, Role::Admin, handler),
+        )
+        .await
     }
 
     async fn list_groups(
         &self,
-        _request: Request<pb::ListGroupsRequest>,
+        request: Request<pb::ListGroupsRequest>,
     ) -> Result<Response<pb::ListGroupsResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let ctx = &self.ctx;
         let handler = async { Ok(regions::list(ctx)) };
-        observe(&ctx.metrics, "admin", "list_groups", handler).await
+        observe(
+            &ctx.metrics,
+            "admin",
+            "list_groups",
+            guarded(caller, Role::Operator, handler),
+        )
+        .await
     }
 
     async fn confirm_failover(
         &self,
         request: Request<pb::ConfirmFailoverRequest>,
     ) -> Result<Response<pb::GroupStatus>, Status> {
+        let caller = self.ctx.caller(&request);
+        let mut req = request.into_inner();
+        if let Ok(principal) = &caller {
+            // Audited as the authenticated admin, never as whoever the request names.
+            req.admin = principal.audited_name(std::mem::take(&mut req.admin));
+        }
         let ctx = &self.ctx;
-        let handler = regions::confirm(ctx, request.into_inner());
-        observe(&ctx.metrics, "admin", "confirm_failover", handler).await
+        let handler = regions::confirm(ctx, req);
+        observe(
+            &ctx.metrics,
+            "admin",
+            "confirm_failover",
+            guarded(caller, Role::Admin, handler),
+        )
+        .await
     }
 }
 

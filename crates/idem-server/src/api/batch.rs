@@ -17,6 +17,7 @@ use idem_proto::v1::batch_reply::Reply;
 use idem_proto::v1::idempotency_server::Idempotency;
 use tonic::{Request, Response, Status};
 
+use crate::auth::{Principal, Role};
 use crate::backend::{forwarded, RequestError};
 
 /// Most calls in one batch. Large enough that coalescing many callers pays off, small enough
@@ -25,12 +26,18 @@ use crate::backend::{forwarded, RequestError};
 pub const MAX_BATCH_CALLS: usize = 256;
 
 /// Runs the calls of `batch` on `service` concurrently and answers each in order.
+///
+/// Each call carries the batch's caller, and its handler authorizes it as it would a single
+/// call: a batch cannot reach a tenant its calls could not.
 pub(crate) async fn run<S: Idempotency>(
     service: &S,
+    caller: Result<Principal, RequestError>,
     batch: pb::BatchRequest,
 ) -> Result<pb::BatchResponse, RequestError> {
+    let caller = caller?;
+    caller.require(Role::Worker, None)?;
     let calls = checked(batch.calls)?;
-    let replies = join_all(calls.into_iter().map(|call| answer(service, call))).await;
+    let replies = join_all(calls.into_iter().map(|call| answer(service, &caller, call))).await;
     Ok(pb::BatchResponse { replies })
 }
 
@@ -56,21 +63,28 @@ fn checked(calls: Vec<pb::BatchCall>) -> Result<Vec<Call>, RequestError> {
 }
 
 /// One call's answer: what its handler returned, its status turned into a [`pb::CallError`].
-async fn answer<S: Idempotency>(service: &S, call: Call) -> pb::BatchReply {
+async fn answer<S: Idempotency>(service: &S, caller: &Principal, call: Call) -> pb::BatchReply {
     let reply = match call {
-        Call::Claim(r) => reply(service.claim(Request::new(r)).await, Reply::Claim),
-        Call::Start(r) => reply(service.start(Request::new(r)).await, Reply::Record),
+        Call::Claim(r) => reply(service.claim(on_behalf(caller, r)).await, Reply::Claim),
+        Call::Start(r) => reply(service.start(on_behalf(caller, r)).await, Reply::Record),
         Call::RecordExternalCall(r) => reply(
-            service.record_external_call(Request::new(r)).await,
+            service.record_external_call(on_behalf(caller, r)).await,
             Reply::Record,
         ),
-        Call::Renew(r) => reply(service.renew(Request::new(r)).await, Reply::Record),
-        Call::Complete(r) => reply(service.complete(Request::new(r)).await, Reply::Record),
-        Call::Fail(r) => reply(service.fail(Request::new(r)).await, Reply::Record),
-        Call::Release(r) => reply(service.release(Request::new(r)).await, Reply::Record),
-        Call::Cancel(r) => reply(service.cancel(Request::new(r)).await, Reply::Record),
+        Call::Renew(r) => reply(service.renew(on_behalf(caller, r)).await, Reply::Record),
+        Call::Complete(r) => reply(service.complete(on_behalf(caller, r)).await, Reply::Record),
+        Call::Fail(r) => reply(service.fail(on_behalf(caller, r)).await, Reply::Record),
+        Call::Release(r) => reply(service.release(on_behalf(caller, r)).await, Reply::Record),
+        Call::Cancel(r) => reply(service.cancel(on_behalf(caller, r)).await, Reply::Record),
     };
     pb::BatchReply { reply: Some(reply) }
+}
+
+/// One call of the batch as a request of the batch's caller.
+fn on_behalf<T>(caller: &Principal, call: T) -> Request<T> {
+    let mut request = Request::new(call);
+    request.extensions_mut().insert(caller.clone());
+    request
 }
 
 /// A handler's result as a reply. A `leader-addr` it carried (the call was forwarded) is

@@ -25,6 +25,7 @@ use tonic::{Request, Response, Status};
 
 use crate::api::decode::{self, ClaimInput, Lookup};
 use crate::api::{batch, encode, observe, record_operation, ApiContext};
+use crate::auth::{Principal, Role};
 use crate::backend::RequestError;
 use crate::limits::CallKind;
 
@@ -45,13 +46,19 @@ impl IdempotencyService {
         IdempotencyService { ctx }
     }
 
-    async fn handle_claim(&self, req: pb::ClaimRequest) -> Result<pb::ClaimResponse, RequestError> {
+    async fn handle_claim(
+        &self,
+        caller: Result<Principal, RequestError>,
+        req: pb::ClaimRequest,
+    ) -> Result<pb::ClaimResponse, RequestError> {
+        let caller = caller?;
         let ClaimInput {
             target,
             holder,
             fingerprints,
             overrides,
         } = decode::claim::claim(req, self.ctx.limits).await?;
+        caller.require(Role::Worker, Some(target.scope.tenant()))?;
         let policy = self
             .ctx
             .policies
@@ -162,9 +169,14 @@ impl IdempotencyService {
         RequestError::Internal(format!("{command}: unexpected outcome from apply"))
     }
 
-    async fn handle_get(&self, target: Lookup) -> Result<pb::GetResponse, RequestError> {
+    async fn handle_get(
+        &self,
+        caller: &Principal,
+        target: Lookup,
+    ) -> Result<pb::GetResponse, RequestError> {
+        authorize(caller, &target)?;
         self.barrier(&target).await?;
-        let record = self.lookup(&target)?;
+        let record = self.lookup(caller, &target)?;
         let outcome = ClaimKind::preview(&record, self.ctx.backend.now());
         Ok(pb::GetResponse {
             record: Some(encode::record_to_proto(&record)),
@@ -181,36 +193,47 @@ impl IdempotencyService {
         }
     }
 
-    fn lookup(&self, target: &Lookup) -> Result<Record, RequestError> {
+    /// The record `target` names, if it belongs to one of the caller's tenants: a record of
+    /// another tenant is refused like a forbidden scope, and never returned.
+    fn lookup(&self, caller: &Principal, target: &Lookup) -> Result<Record, RequestError> {
         let record = match target {
             Lookup::Key(key) => self.ctx.backend.record(key)?,
             Lookup::Operation(id) => self.ctx.backend.operation(id)?,
         };
         let record = record.ok_or(RequestError::Rejected(idem_core::Rejection::NotFound))?;
+        caller.require(Role::Worker, Some(record.key.scope.tenant()))?;
         record_operation(&record.operation_id);
         Ok(record)
     }
 
-    async fn handle_wait(&self, req: pb::WaitRequest) -> Result<pb::WaitResponse, RequestError> {
+    async fn handle_wait(
+        &self,
+        caller: Result<Principal, RequestError>,
+        req: pb::WaitRequest,
+    ) -> Result<pb::WaitResponse, RequestError> {
+        let caller = caller?;
         let (target, budget) = decode::lookup::wait(req)?;
-        self.wait_for(target, Instant::now() + budget).await
+        authorize(&caller, &target)?;
+        self.wait_for(&caller, target, Instant::now() + budget)
+            .await
     }
 
     /// Polls the applied state until the record settles, the deadline passes, the node
     /// shuts down or loses leadership.
     async fn wait_for(
         &self,
+        caller: &Principal,
         target: Lookup,
         deadline: Instant,
     ) -> Result<pb::WaitResponse, RequestError> {
         let backend = &self.ctx.backend;
         self.barrier(&target).await?;
-        let tenant = self.lookup(&target)?.key.scope.tenant().to_owned();
+        let tenant = self.lookup(caller, &target)?.key.scope.tenant().to_owned();
         // Subscribed before every read below, so no change is missed.
         let mut applied = backend.applied_for(&tenant);
         loop {
             applied.borrow_and_update();
-            let record = self.lookup(&target)?;
+            let record = self.lookup(caller, &target)?;
             let now = backend.now();
             let outcome = ClaimKind::preview(&record, now);
             let settled = record.state.is_terminal() || outcome != ClaimKind::InProgress;
@@ -237,6 +260,15 @@ impl IdempotencyService {
                 () = self.ctx.shutdown.cancelled() => return Ok(response),
             }
         }
+    }
+}
+
+/// The check before a read: the worker role, and for a key the scope's tenant (for an
+/// operation id, the record's tenant is checked once it is found).
+fn authorize(caller: &Principal, target: &Lookup) -> Result<(), RequestError> {
+    match target {
+        Lookup::Key(key) => caller.require(Role::Worker, Some(key.scope.tenant())),
+        Lookup::Operation(_) => caller.require(Role::Worker, None),
     }
 }
 
@@ -322,7 +354,7 @@ impl Idempotency for IdempotencyService {
             &self.ctx.metrics,
             "idempotency",
             "claim",
-            self.handle_claim(request.into_inner()),
+            self.handle_claim(self.ctx.caller(&request), request.into_inner()),
         )
         .await
     }
@@ -331,9 +363,12 @@ impl Idempotency for IdempotencyService {
         &self,
         request: Request<pb::StartRequest>,
     ) -> Result<Response<pb::RecordResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "start", async {
-            self.mutate(decode::owner::start(req)?).await
+            let command = decode::owner::start(req)?;
+            caller?.require(Role::Worker, command.tenant())?;
+            self.mutate(command).await
         })
         .await
     }
@@ -342,12 +377,17 @@ impl Idempotency for IdempotencyService {
         &self,
         request: Request<pb::RecordExternalCallRequest>,
     ) -> Result<Response<pb::RecordResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let req = request.into_inner();
         observe(
             &self.ctx.metrics,
             "idempotency",
             "record_external_call",
-            async { self.mutate(decode::owner::record_external_call(req)?).await },
+            async {
+                let command = decode::owner::record_external_call(req)?;
+                caller?.require(Role::Worker, command.tenant())?;
+                self.mutate(command).await
+            },
         )
         .await
     }
@@ -356,9 +396,12 @@ impl Idempotency for IdempotencyService {
         &self,
         request: Request<pb::RenewRequest>,
     ) -> Result<Response<pb::RecordResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "renew", async {
-            self.mutate(decode::owner::renew(req)?).await
+            let command = decode::owner::renew(req)?;
+            caller?.require(Role::Worker, command.tenant())?;
+            self.mutate(command).await
         })
         .await
     }
@@ -367,9 +410,12 @@ impl Idempotency for IdempotencyService {
         &self,
         request: Request<pb::CompleteRequest>,
     ) -> Result<Response<pb::RecordResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "complete", async {
-            self.mutate(decode::owner::complete(req)?).await
+            let command = decode::owner::complete(req)?;
+            caller?.require(Role::Worker, command.tenant())?;
+            self.mutate(command).await
         })
         .await
     }
@@ -378,9 +424,12 @@ impl Idempotency for IdempotencyService {
         &self,
         request: Request<pb::FailRequest>,
     ) -> Result<Response<pb::RecordResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "fail", async {
-            self.mutate(decode::owner::fail(req)?).await
+            let command = decode::owner::fail(req)?;
+            caller?.require(Role::Worker, command.tenant())?;
+            self.mutate(command).await
         })
         .await
     }
@@ -389,9 +438,12 @@ impl Idempotency for IdempotencyService {
         &self,
         request: Request<pb::ReleaseRequest>,
     ) -> Result<Response<pb::RecordResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "release", async {
-            self.mutate(decode::owner::release(req)?).await
+            let command = decode::owner::release(req)?;
+            caller?.require(Role::Worker, command.tenant())?;
+            self.mutate(command).await
         })
         .await
     }
@@ -400,9 +452,12 @@ impl Idempotency for IdempotencyService {
         &self,
         request: Request<pb::CancelRequest>,
     ) -> Result<Response<pb::RecordResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "cancel", async {
-            self.mutate(decode::owner::cancel(req)?).await
+            let command = decode::owner::cancel(req)?;
+            caller?.require(Role::Worker, command.tenant())?;
+            self.mutate(command).await
         })
         .await
     }
@@ -411,9 +466,11 @@ impl Idempotency for IdempotencyService {
         &self,
         request: Request<pb::GetRequest>,
     ) -> Result<Response<pb::GetResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "get", async {
-            self.handle_get(decode::lookup::get(req)?).await
+            let target = decode::lookup::get(req)?;
+            self.handle_get(&caller?, target).await
         })
         .await
     }
@@ -422,9 +479,11 @@ impl Idempotency for IdempotencyService {
         &self,
         request: Request<pb::GetOperationRequest>,
     ) -> Result<Response<pb::GetResponse>, Status> {
+        let caller = self.ctx.caller(&request);
         let req = request.into_inner();
         observe(&self.ctx.metrics, "idempotency", "get_operation", async {
-            self.handle_get(decode::lookup::get_operation(req)?).await
+            let target = decode::lookup::get_operation(req)?;
+            self.handle_get(&caller?, target).await
         })
         .await
     }
@@ -437,7 +496,7 @@ impl Idempotency for IdempotencyService {
             &self.ctx.metrics,
             "idempotency",
             "wait",
-            self.handle_wait(request.into_inner()),
+            self.handle_wait(self.ctx.caller(&request), request.into_inner()),
         )
         .await
     }
@@ -450,7 +509,7 @@ impl Idempotency for IdempotencyService {
             &self.ctx.metrics,
             "idempotency",
             "batch",
-            batch::run(self, request.into_inner()),
+            batch::run(self, self.ctx.caller(&request), request.into_inner()),
         )
         .await
     }

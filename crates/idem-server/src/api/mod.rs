@@ -35,7 +35,9 @@ pub use limit::request_too_large_layer;
 pub(crate) use observe::{observe, record_operation};
 
 use crate::api::decode::BodyLimits;
+use crate::auth::{AuthMode, Principal};
 use crate::backend::Backend;
+use crate::backend::RequestError;
 use crate::limits::TenantLimits;
 use crate::metrics::Metrics;
 use crate::policy::Policies;
@@ -62,4 +64,22 @@ pub struct ApiContext {
     pub zone: String,
     /// Per-tenant rates and quotas, asked before proposing.
     pub tenant_limits: Arc<TenantLimits>,
+    /// Whether calls must carry a principal (set by [`crate::auth::AuthLayer`]).
+    pub auth: AuthMode,
+}
+
+impl ApiContext {
+    /// The principal the auth layer found for `request`. A call without one is refused when
+    /// authentication is on (fail closed: a handler reached some other way never runs
+    /// unauthenticated); with it off, the caller may do anything.
+    pub fn caller<T>(&self, request: &tonic::Request<T>) -> Result<Principal, RequestError> {
+        match request.extensions().get::<Principal>() {
+            Some(principal) => Ok(principal.clone()),
+            None if self.auth == AuthMode::Off => Ok(Principal::unauthenticated()),
+            None => Err(RequestError::denied(
+                idem_proto::reason::UNAUTHENTICATED,
+                "authentication is on: send a bearer token or a client certificate",
+            )),
+        }
+    }
 }

@@ -61,6 +61,9 @@ pub(crate) async fn observe<T>(
                 RequestError::OutcomeUnknown(_) => {
                     tracing::warn!(reason, %error, "request outcome unknown")
                 }
+                // A validation message may quote the input (a key, a body fragment): the
+                // reason alone goes to the log; the caller gets the message.
+                RequestError::Invalid { .. } => tracing::debug!(reason, "request refused"),
                 _ => tracing::debug!(reason, %error, "request refused"),
             }
             Err(error.into())

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use idem_proto::testing::requests;
 use idem_proto::v1 as pb;
 use tokio_util::sync::CancellationToken;
 
@@ -32,50 +33,26 @@ pub(crate) fn context(backend: Arc<MemoryBackend>, policies: Policies) -> Arc<Ap
             LimitsConfig::default(),
             Arc::new(Metrics::new()),
         )),
+        auth: crate::auth::AuthMode::Off,
     })
 }
 
 /// The scope every service test claims in.
 pub(crate) fn scope() -> pb::Scope {
-    pb::Scope {
-        tenant: "acme".into(),
-        environment: "prod".into(),
-        actor: "user-42".into(),
-        endpoint: "POST /v1/charges".into(),
-    }
+    requests::scope("acme")
 }
 
 /// A `jcs-sha256/v1` fingerprint whose digest is 32 times `byte`.
 pub(crate) fn fingerprint(byte: u8) -> pb::Fingerprint {
-    pb::Fingerprint {
-        algorithm: "jcs-sha256/v1".into(),
-        schema_version: 1,
-        digest: vec![byte; 32],
-    }
+    requests::fingerprint(byte)
 }
 
 /// A claim of `key` in [`scope`] by `holder`, fingerprinted with [`fingerprint`]`(byte)`.
 pub(crate) fn claim_req(key: &str, holder: &str, byte: u8) -> pb::ClaimRequest {
-    pb::ClaimRequest {
-        scope: Some(scope()),
-        key: key.into(),
-        fingerprints: vec![fingerprint(byte)],
-        holder: holder.into(),
-        ..Default::default()
-    }
+    requests::fingerprinted_claim(scope(), key, holder, byte)
 }
 
 /// A complete of `key` in [`scope`] at `fence` with a small charge result.
 pub(crate) fn complete_req(key: &str, fence: u64) -> pb::CompleteRequest {
-    pb::CompleteRequest {
-        scope: Some(scope()),
-        key: key.into(),
-        fence,
-        result: Some(pb::StoredResult {
-            status_code: 201,
-            resource_id: "ch_1".into(),
-            fields: std::collections::HashMap::from([("amount".to_owned(), "100".to_owned())]),
-            ..Default::default()
-        }),
-    }
+    requests::complete(scope(), key, fence)
 }

@@ -66,6 +66,15 @@ pub enum RequestError {
         /// Why, for a person.
         message: String,
     },
+    /// Authentication or authorization refused the call (`UNAUTHENTICATED`,
+    /// `TENANT_FORBIDDEN`, `ROLE_FORBIDDEN`); nothing was read or written.
+    #[error("{message}")]
+    Denied {
+        /// The machine-readable reason.
+        reason: &'static str,
+        /// Why, for a person (never names another tenant's data).
+        message: String,
+    },
     /// A bug or a storage failure on this node.
     #[error("{0}")]
     Internal(String),
@@ -93,6 +102,14 @@ impl RequestError {
         }
     }
 
+    /// [`RequestError::Denied`] with the given reason.
+    pub fn denied(reason: &'static str, message: impl Into<String>) -> Self {
+        RequestError::Denied {
+            reason,
+            message: message.into(),
+        }
+    }
+
     /// [`RequestError::Exhausted`] with the given reason and retry hint.
     pub fn exhausted(
         reason: &'static str,
@@ -115,6 +132,7 @@ impl RequestError {
             RequestError::OutcomeUnknown(_) => reason::UNAVAILABLE_OUTCOME_UNKNOWN,
             RequestError::Exhausted { reason, .. } => reason,
             RequestError::Refused { reason, .. } => reason,
+            RequestError::Denied { reason, .. } => reason,
             RequestError::Internal(_) => reason::INTERNAL,
         }
     }

@@ -45,6 +45,11 @@ pub struct Cli {
     /// Log filter in RUST_LOG syntax, e.g. info,idem_server=debug [env: IDEM_LOG_LEVEL] [default: info]
     #[arg(long, value_name = "FILTER")]
     log_level: Option<String>,
+    /// A file holding the cluster's secret for the keyed key hashes in logs (the same file on
+    /// every node, so one key has one hash across the cluster; without it each process uses
+    /// a random secret) [env: IDEM_LOG_KEY_FILE]
+    #[arg(long, value_name = "FILE")]
+    log_key_file: Option<String>,
     /// Bound on each Raft write; past it: UNAVAILABLE_OUTCOME_UNKNOWN [env: IDEM_WRITE_TIMEOUT] [default: 5s]
     #[arg(long, value_name = "DURATION")]
     write_timeout: Option<String>,
@@ -66,6 +71,14 @@ pub struct Cli {
     /// How long shutdown drains in-flight requests [env: IDEM_SHUTDOWN_GRACE] [default: 10s]
     #[arg(long, value_name = "DURATION")]
     shutdown_grace: Option<String>,
+    /// Authentication of API calls: on (tokens or client certificates required) or off (a
+    /// development node only) [env: IDEM_AUTH] [default: on]
+    #[arg(long, value_name = "on|off")]
+    auth: Option<String>,
+    /// The credentials file (token digests and certificate names with their roles and
+    /// tenants; re-read when it changes) [env: IDEM_AUTH_CREDENTIALS]
+    #[arg(long, value_name = "FILE")]
+    auth_credentials: Option<String>,
     /// Raft leader heartbeat interval [env: IDEM_RAFT_HEARTBEAT_INTERVAL] [default: 250ms]
     #[arg(long, value_name = "DURATION")]
     raft_heartbeat_interval: Option<String>,

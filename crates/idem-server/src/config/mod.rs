@@ -26,7 +26,9 @@ use std::time::Duration;
 use clap::CommandFactory;
 use idem_core::{Policy, Scope};
 
+mod auth;
 mod cli;
+mod file;
 mod limits;
 mod sources;
 #[cfg(test)]
@@ -34,10 +36,12 @@ mod tests;
 mod tls;
 mod values;
 
+pub use auth::AuthConfig;
 pub use cli::Cli;
 pub use tls::{ClientAuth, PeerTlsConfig, TlsConfig};
-pub use values::{format_duration, risk_name};
+pub use values::format_duration;
 
+use file::read_file;
 use sources::*;
 use values::*;
 
@@ -116,6 +120,9 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Log filter in `RUST_LOG` syntax, e.g. `info,idem_server=debug`.
     pub log_level: String,
+    /// The file of the secret that keys the key hashes in logs (`None`: a random one per
+    /// process).
+    pub log_key_file: Option<PathBuf>,
     /// Bound on every Raft write; past it the answer is `UNAVAILABLE_OUTCOME_UNKNOWN`.
     pub write_timeout: Duration,
     /// Bound on every read-index barrier.
@@ -142,6 +149,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// Initial members and bootstrap mode (`[cluster]`).
     pub cluster: ClusterConfig,
+    /// Authentication of API calls (`[auth]`).
+    pub auth: AuthConfig,
 }
 
 impl Default for Config {
@@ -156,6 +165,7 @@ impl Default for Config {
             zone: "local-a".to_owned(),
             log_format: LogFormat::Text,
             log_level: "info".to_owned(),
+            log_key_file: None,
             write_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(5),
             sweep_interval: Duration::from_secs(10),
@@ -169,6 +179,7 @@ impl Default for Config {
             peer_tls: None,
             limits: LimitsConfig::default(),
             cluster: ClusterConfig::default(),
+            auth: AuthConfig::default(),
         }
     }
 }
@@ -280,6 +291,9 @@ impl Config {
         root.insert("zone".into(), string(&self.zone));
         root.insert("log_format".into(), string(self.log_format.name()));
         root.insert("log_level".into(), string(&self.log_level));
+        if let Some(path) = &self.log_key_file {
+            root.insert("log_key_file".into(), string(&path.to_string_lossy()));
+        }
         root.insert("write_timeout".into(), duration(self.write_timeout));
         root.insert("read_timeout".into(), duration(self.read_timeout));
         root.insert("sweep_interval".into(), duration(self.sweep_interval));
@@ -302,12 +316,13 @@ impl Config {
         );
         raft.insert("snapshot_logs".into(), int(self.raft.snapshot_logs));
         root.insert("raft".into(), toml::Value::Table(raft));
+        root.insert("auth".into(), toml::Value::Table(self.auth.to_toml()));
 
         let default = &self.policies.default;
         let mut policy = toml::Table::new();
         policy.insert("lease".into(), duration(default.lease));
         policy.insert("retention".into(), duration(default.retention));
-        policy.insert("risk".into(), string(risk_name(default.risk)));
+        policy.insert("risk".into(), string(default.risk.name()));
         policy.insert(
             "max_result_bytes".into(),
             int(default.max_result_bytes.into()),
@@ -324,7 +339,7 @@ impl Config {
                 table.insert("retention".into(), duration(retention));
             }
             if let Some(risk) = custom.risk {
-                table.insert("risk".into(), string(risk_name(risk)));
+                table.insert("risk".into(), string(risk.name()));
             }
             if let Some(bytes) = custom.max_result_bytes {
                 table.insert("max_result_bytes".into(), int(bytes.into()));
@@ -373,6 +388,7 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
     let zone = sources.get(ZONE, d.zone, location, &mut p);
     let log_format = sources.get(LOG_FORMAT, d.log_format, log_format, &mut p);
     let log_level = sources.get(LOG_LEVEL, d.log_level, log_filter, &mut p);
+    let log_key_file = sources.get(LOG_KEY_FILE, None, |s| path(s).map(Some), &mut p);
     let timeout = |s: &str| duration_in(s, Duration::from_millis(100), Duration::from_secs(300));
     let write_timeout = sources.get(WRITE_TIMEOUT, d.write_timeout, timeout, &mut p);
     let read_timeout = sources.get(READ_TIMEOUT, d.read_timeout, timeout, &mut p);
@@ -416,6 +432,7 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
     let raft = build_raft(sources, &mut p);
     let policies = build_policies(sources, &mut p);
     let cluster = build_cluster(sources, &mut p);
+    let auth = auth::build(sources, &mut p);
     let limits = limits::build_limits(sources, &mut p);
     p.extend(cluster.problems(node_id, raft_addr, api_addr));
     if !p.is_empty() {
@@ -431,6 +448,7 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
         zone,
         log_format,
         log_level,
+        log_key_file,
         write_timeout,
         read_timeout,
         sweep_interval,
@@ -444,6 +462,7 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
         policies,
         limits,
         cluster,
+        auth,
     })
 }
 

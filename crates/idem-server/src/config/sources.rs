@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 use clap::parser::ValueSource;
 use clap::ArgMatches;
 
-use super::ConfigError;
-
 /// One scalar key: its dotted name in the file; its flag and environment variable derive
 /// from `arg` (the clap id, `raft_heartbeat_interval` → `--raft-heartbeat-interval`,
 /// `IDEM_RAFT_HEARTBEAT_INTERVAL`).
@@ -58,6 +56,10 @@ pub(super) const POLICY_RISK: Key = key!("policy.risk", "default_risk");
 pub(super) const POLICY_MAX_RESULT: Key =
     key!("policy.max_result_bytes", "default_max_result_bytes");
 
+pub(super) const AUTH_MODE: Key = key!("auth.mode", "auth");
+pub(super) const AUTH_CREDENTIALS: Key = key!("auth.credentials", "auth_credentials");
+pub(super) const LOG_KEY_FILE: Key = key!("log_key_file", "log_key_file");
+
 pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "node_id",
     "data_dir",
@@ -70,6 +72,7 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "zone",
     "log_format",
     "log_level",
+    "log_key_file",
     "write_timeout",
     "read_timeout",
     "sweep_interval",
@@ -81,9 +84,11 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "policy",
     "policies",
     "cluster",
+    "auth",
     "limits",
 ];
 pub(super) const CLUSTER_KEYS: &[&str] = &["initial_members", "join"];
+pub(super) const AUTH_KEYS: &[&str] = &["mode", "credentials"];
 pub(super) const RAFT_KEYS: &[&str] = &["heartbeat_interval", "election_timeout", "snapshot_logs"];
 pub(super) const POLICY_KEYS: &[&str] = &["lease", "retention", "risk", "max_result_bytes"];
 pub(super) const ENDPOINT_POLICY_KEYS: &[&str] = &[
@@ -197,36 +202,6 @@ pub(super) fn scalar_text(value: &toml::Value) -> Option<String> {
     }
 }
 
-pub(super) fn read_file(path: &Path) -> Result<toml::Table, ConfigError> {
-    let one = |why: String| ConfigError::Invalid(vec![why]);
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| one(format!("config file {}: {e}", path.display())))?;
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-        let position = e
-            .span()
-            .map(|span| {
-                let before = &text[..span.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-                format!(":{line}:{column}")
-            })
-            .unwrap_or_default();
-        one(format!(
-            "config file {}{position}: {}",
-            path.display(),
-            e.message().trim().replace('\n', " ")
-        ))
-    })?;
-    let mut problems = unknown_keys(&table, path);
-    problems.extend(super::limits::unknown_limit_keys(&table, path));
-    if problems.is_empty() {
-        Ok(table)
-    } else {
-        problems.sort();
-        Err(ConfigError::Invalid(problems))
-    }
-}
-
 pub(super) fn unknown_keys(table: &toml::Table, path: &Path) -> Vec<String> {
     let mut problems = Vec::new();
     let mut check = |prefix: &str, table: &toml::Table, known: &[&str]| {
@@ -255,6 +230,9 @@ pub(super) fn unknown_keys(table: &toml::Table, path: &Path) -> Vec<String> {
     if let Some(cluster) = table.get("cluster").and_then(toml::Value::as_table) {
         check("cluster.", cluster, CLUSTER_KEYS);
     }
+    if let Some(auth) = table.get("auth").and_then(toml::Value::as_table) {
+        check("auth.", auth, AUTH_KEYS);
+    }
     if let Some(endpoints) = table.get("policies").and_then(toml::Value::as_table) {
         for (endpoint, value) in endpoints {
             if let Some(custom) = value.as_table() {
@@ -266,7 +244,7 @@ pub(super) fn unknown_keys(table: &toml::Table, path: &Path) -> Vec<String> {
             }
         }
     }
-    for section in ["raft", "policy", "policies", "cluster"] {
+    for section in ["raft", "policy", "policies", "cluster", "auth"] {
         if let Some(value) = table.get(section).filter(|v| !v.is_table()) {
             problems.push(format!(
                 "{section} (in file {}): expected a table, got a {}",

@@ -76,15 +76,6 @@ pub(super) fn result_bytes(text: &str) -> Result<u32, String> {
     .map(|n| n as u32)
 }
 
-/// The configuration name of a risk class.
-pub fn risk_name(risk: Risk) -> &'static str {
-    match risk {
-        Risk::Low => "LOW",
-        Risk::Normal => "NORMAL",
-        Risk::High => "HIGH",
-    }
-}
-
 pub(super) fn duration_in(text: &str, min: Duration, max: Duration) -> Result<Duration, String> {
     let value = humantime::parse_duration(text)
         .map_err(|_| "expected a duration such as 5s, 250ms or 24h".to_owned())?;

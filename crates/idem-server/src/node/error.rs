@@ -28,9 +28,20 @@ pub enum NodeError {
         /// The configured id.
         configured: u64,
     },
+    /// The credentials file of `[auth]` cannot be used.
+    #[error("{0}")]
+    Credentials(#[from] crate::auth::CredentialsError),
     /// A certificate, key or CA file of `[tls]` or `[peer_tls]` cannot be used.
     #[error("TLS: {0}")]
     Tls(#[from] crate::tls::TlsError),
+    /// The log hash secret cannot be read.
+    #[error("log_key_file {path}: {source}")]
+    LogKey {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error, or why its contents cannot be a secret.
+        source: io::Error,
+    },
     /// The store failed to open.
     #[error("store: {0}")]
     Store(#[from] idem_store::StoreError),
@@ -61,7 +72,10 @@ impl NodeError {
     /// The process exit code for this error: 2 for configuration problems, else 1.
     pub fn exit_code(&self) -> i32 {
         match self {
-            NodeError::IdentityMismatch { .. } | NodeError::Tls(_) => 2,
+            NodeError::IdentityMismatch { .. }
+            | NodeError::Credentials(_)
+            | NodeError::LogKey { .. } => 2,
+            NodeError::Tls(_) => 2,
             _ => 1,
         }
     }

@@ -17,6 +17,7 @@ use tonic_health::ServingStatus;
 use super::error::NodeError;
 use super::listen::incoming;
 use crate::api::{request_too_large_layer, AdminService, ApiContext, IdempotencyService};
+use crate::auth::AuthLayer;
 use crate::config::Config;
 use crate::limits::AdmissionLayer;
 use crate::replica::Raft;
@@ -31,6 +32,7 @@ pub(super) type GrpcTask = JoinHandle<Result<(), tonic::transport::Error>>;
 pub(super) fn spawn_grpc(
     config: &Config,
     ctx: Arc<ApiContext>,
+    auth: AuthLayer,
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(GrpcTask, tonic_health::server::HealthReporter), NodeError> {
@@ -61,6 +63,7 @@ pub(super) fn spawn_grpc(
         .layer(admission)
         .layer(identity_layer())
         .layer(request_too_large_layer())
+        .layer(auth)
         .add_service(idempotency)
         .add_service(admin)
         .add_service(health)

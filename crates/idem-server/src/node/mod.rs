@@ -49,6 +49,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::decode::BodyLimits;
 use crate::api::ApiContext;
+use crate::auth::{AuthLayer, Authenticator};
 use crate::backend::Backend;
 use crate::config::Config;
 use crate::failpoint::Failpoints;
@@ -108,6 +109,9 @@ impl Node {
         raft_listener: TcpListener,
         peer_tls: Option<Arc<ReloadingTls>>,
     ) -> Result<NodeHandle, NodeError> {
+        set_log_secret(config.log_key_file.as_deref())?;
+        let authenticator = Authenticator::new(config.auth.mode, config.auth.credentials.clone())
+            .map_err(NodeError::Credentials)?;
         let api_listener = bind("gRPC API", config.api_addr).await?;
         let http_listener = bind("HTTP", config.http_addr).await?;
         let api_addr = local_addr("gRPC API", &api_listener, config.api_addr)?;
@@ -155,9 +159,11 @@ impl Node {
                 config.limits.clone(),
                 Arc::clone(&metrics),
             )),
+            auth: config.auth.mode,
         });
 
-        let (grpc, health) = spawn_grpc(&config, ctx, api_listener, shutdown.clone())?;
+        let auth_layer = AuthLayer::new(authenticator.clone());
+        let (grpc, health) = spawn_grpc(&config, ctx, auth_layer, api_listener, shutdown.clone())?;
         let http = tokio::spawn(http::serve(
             http_listener,
             http::router(HttpState {
@@ -168,6 +174,7 @@ impl Node {
             shutdown.clone(),
         ));
         let background = vec![
+            tokio::spawn(authenticator.watch(shutdown.clone())),
             tokio::spawn(report_health(
                 raft.clone(),
                 health,
@@ -288,4 +295,27 @@ pub fn node_info(config: &Config) -> NodeInfo {
         raft_addr: config.raft_addr.to_string(),
         api_addr: config.api_addr.to_string(),
     }
+}
+
+/// Keys the key hashes in this process's logs with the cluster's secret, when configured.
+/// Nodes sharing a process (tests) share the first secret set.
+fn set_log_secret(path: Option<&std::path::Path>) -> Result<(), NodeError> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let error = |source| NodeError::LogKey {
+        path: path.to_path_buf(),
+        source,
+    };
+    let secret = std::fs::read(path).map_err(error)?;
+    if secret.len() < 16 {
+        return Err(error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the secret must be at least 16 bytes",
+        )));
+    }
+    if idem_core::log_hash::set_secret(&secret).is_err() {
+        tracing::debug!("the log hash secret was already set in this process");
+    }
+    Ok(())
 }

@@ -5,6 +5,7 @@
 //! idem-core types once, so validation errors read the same for every command.
 
 mod admin;
+mod auth;
 mod cert;
 mod claim;
 mod cluster;
@@ -17,7 +18,7 @@ use idem_client::{Client, ClientError, ClientOptions, RetryPolicy, Target, TlsOp
 use idem_core::{ErrorSummary, IdempotencyKey, OperationId, RecordKey, Scope, StoredResult};
 
 use crate::cli::{
-    Cli, ClusterCommand, Command, ErrorArgs, FailoverCommand, KeyArgs, LeaderCommand,
+    AuthCommand, Cli, ClusterCommand, Command, ErrorArgs, FailoverCommand, KeyArgs, LeaderCommand,
     MemberCommand, OpCommand, RegionCommand, ResultArgs, TenantCommand,
 };
 use crate::error::CliError;
@@ -27,6 +28,9 @@ use crate::output::Doc;
 pub async fn run(cli: Cli) -> Result<Doc, CliError> {
     if let Command::Cert(command) = &cli.command {
         return cert::run(command);
+    }
+    if let Command::Auth(AuthCommand::Token(command)) = &cli.command {
+        return auth::run(command);
     }
     let client = connect(&cli)?;
     match cli.command {
@@ -44,7 +48,9 @@ pub async fn run(cli: Cli) -> Result<Doc, CliError> {
         Command::Op(OpCommand::List(args)) => op::list(&client, args).await,
         Command::Op(OpCommand::Reconcile(args)) => op::reconcile(&client, args).await,
         Command::Purge(args) => admin::purge(&client, args).await,
-        Command::Cert(_) => unreachable!("answered above, without a connection"),
+        Command::Cert(_) | Command::Auth(_) => {
+            unreachable!("answered above, without a connection")
+        }
         Command::Status => admin::status(&client).await,
         Command::Member(MemberCommand::List) => cluster::list(&client).await,
         Command::Member(MemberCommand::Add(args)) => cluster::add(&client, args).await,
