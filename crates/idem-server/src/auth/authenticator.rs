@@ -20,10 +20,11 @@ const RELOAD_POLL: Duration = Duration::from_millis(250);
 /// Whether calls must authenticate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AuthMode {
-    /// Every call needs a credential (the default).
-    #[default]
+    /// Every call needs a credential.
     On,
-    /// Anyone may call anything: a development node only.
+    /// Anyone may call anything: the default until deployments carry credentials files
+    /// (docs/security.md); a development node only.
+    #[default]
     Off,
 }
 

@@ -9,7 +9,7 @@ use crate::auth::AuthMode;
 /// The `[auth]` section.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AuthConfig {
-    /// On (the default) or off (a development node only).
+    /// On, or off (the default for now; a development node only).
     pub mode: AuthMode,
     /// The credentials file; required when on.
     pub credentials: Option<PathBuf>,
