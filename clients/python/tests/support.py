@@ -6,7 +6,9 @@ repository): free loopback ports, a temporary data directory, a log file per nod
 with short Raft timings and the ``[cluster] initial_members`` list.
 
 The binary is ``$IDEMD``, else ``$CARGO_TARGET_DIR/release/idemd`` (default target directory
-``/var/cache/idem-target``); ``make python-test`` builds it first.
+``/var/cache/idem-target``), and ``idemctl`` (certificates and tokens for the security tests)
+the one beside it; ``make python-test`` builds both first. Every node gets its TLS and auth
+flags explicitly (``--auth off`` unless a test secures it), whatever idemd's default.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import grpc
@@ -37,6 +40,14 @@ def binary() -> Path:
     return path
 
 
+def idemctl(*args: str) -> str:
+    """Runs the ``idemctl`` built beside idemd; its standard output (fails with its errors)."""
+    done = subprocess.run([str(binary().with_name("idemctl")), *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"idemctl {' '.join(args[:3])} failed: {done.stderr}")
+    return done.stdout
+
+
 def free_port() -> int:
     """A loopback port that was free a moment ago."""
     with socket.socket() as s:
@@ -47,8 +58,16 @@ def free_port() -> int:
 class Node:
     """One idemd process: ports, data directory, log, lifecycle."""
 
-    def __init__(self, node_id: int = 1, config: str | None = None, ports: tuple[int, int, int] | None = None) -> None:
+    def __init__(
+        self,
+        node_id: int = 1,
+        config: str | None = None,
+        ports: tuple[int, int, int] | None = None,
+        security: Sequence[str] = ("--auth", "off"),
+    ) -> None:
         self.id = node_id
+        self.security = list(security)
+        """TLS and auth flags; explicit, so the tests do not depend on idemd's default."""
         self.api, self.raft, self.http = ports or (free_port(), free_port(), free_port())
         self.dir = Path(tempfile.mkdtemp(prefix=f"idem-py-n{node_id}-"))
         self.config = None
@@ -76,7 +95,7 @@ class Node:
             "--api-addr", f"127.0.0.1:{self.api}",
             "--raft-addr", f"127.0.0.1:{self.raft}",
             "--http-addr", f"127.0.0.1:{self.http}",
-            "--auth", "off",
+            *self.security,
         ]  # fmt: skip
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         log.close()

@@ -266,7 +266,10 @@ def test_store_errors_fail_closed() -> None:
         (errors.RegionFailover("REGION_FAILOVER", "x", code=unavailable, retry_after=3), 503, "region-failover", 3),
         (errors.RateLimited("RATE_LIMITED", "x", retry_after=0.2), 429, "rate-limited", 0.2),
         (errors.Internal("INTERNAL", "x", code=grpc.StatusCode.INTERNAL), 500, "store-error", None),
-        (errors.PermissionDenied("TENANT_FORBIDDEN", "x"), 500, "store-error", None),
+        (errors.Overloaded("OVERLOADED", "x", retry_after=0.1), 429, "rate-limited", 0.1),
+        (errors.QuotaExceeded("QUOTA_EXCEEDED", "x"), 429, "rate-limited", 1.0),
+        (errors.TenantForbidden("TENANT_FORBIDDEN", "x"), 500, "store-error", None),
+        (errors.Unauthenticated("UNAUTHENTICATED", "x"), 500, "store-error", None),
         (errors.BodyTooLarge("BODY_TOO_LARGE", "x"), 413, "body-too-large", None),
         (errors.InvalidScope("INVALID_SCOPE", "x"), 400, "invalid-request", None),
     ]

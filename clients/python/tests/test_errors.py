@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
+import grpc
 import pytest
 
 from conftest import FAST, new_target
@@ -18,7 +21,7 @@ from idem_client import (
     Target,
     errors,
 )
-from idem_client.errors import IdemError
+from idem_client.errors import REASONS, IdemError, error_for
 
 BODY = CanonicalRequest.with_json("POST", "/v1/charges", {"amount": 1})
 
@@ -129,3 +132,49 @@ def test_malformed_endpoints_are_refused() -> None:
     for endpoints in ([], ["a b:1"], "127.0.0.1:7400"):
         with pytest.raises(errors.InvalidArgument):
             Client(endpoints, options=FAST)  # type: ignore[arg-type]
+
+
+PROTO_LIB = Path(__file__).resolve().parents[3] / "crates" / "idem-proto" / "src" / "lib.rs"
+FAMILY = {
+    "InvalidArgument": errors.InvalidArgument,
+    "NotFound": errors.NotFound,
+    "FailedPrecondition": errors.Rejected,
+    "Aborted": errors.Rejected,
+    "ResourceExhausted": errors.Rejected,
+    "DeadlineExceeded": errors.Rejected,
+    "Internal": errors.Rejected,
+    "Unauthenticated": errors.Rejected,
+    "PermissionDenied": errors.PermissionDenied,
+}
+"""The base class each gRPC code's reasons must fall under (UNAVAILABLE ones are retried)."""
+
+
+def server_reasons() -> list[tuple[str, str]]:
+    """``(reason, code)`` of every entry of ``idem_proto::reason::ALL``, read from its source."""
+    text = PROTO_LIB.read_text()
+    block = text[text.index("pub const ALL") : text.index("];", text.index("pub const ALL"))]
+    pairs = re.findall(r"\((\w+), Code::(\w+)\)", block)
+    assert len(pairs) >= 30, "the reason table was not found"
+    return pairs
+
+
+def test_every_server_reason_has_its_own_class() -> None:
+    for reason, code in server_reasons():
+        assert reason in REASONS, f"{reason} is not in the error map"
+        error = error_for(reason, "m", code=grpc.StatusCode.UNKNOWN)
+        assert type(error) is REASONS[reason] and error.reason == reason
+        if code in FAMILY:
+            assert isinstance(error, FAMILY[code]), f"{reason} ({code}) is a {type(error).__name__}"
+    classes = [REASONS[r] for r, _ in server_reasons()]
+    assert len(set(classes)) == len(classes), "one class per reason"
+
+
+def test_limit_and_security_classes() -> None:
+    for reason in ("RATE_LIMITED", "QUOTA_EXCEEDED", "OVERLOADED"):
+        assert isinstance(error_for(reason, "m", retry_after=0.1), errors.LimitExceeded)
+    assert isinstance(error_for("TENANT_FORBIDDEN", "m"), errors.PermissionDenied)
+    assert isinstance(error_for("ROLE_FORBIDDEN", "m"), errors.PermissionDenied)
+    assert not isinstance(error_for("UNAUTHENTICATED", "m"), errors.PermissionDenied)
+    unknown = error_for("SOMETHING_NEW", "m", code=grpc.StatusCode.INVALID_ARGUMENT)
+    assert type(unknown) is errors.InvalidArgument
+    assert type(error_for("SOMETHING_NEW", "m", code=grpc.StatusCode.ABORTED)) is errors.Rejected

@@ -203,3 +203,43 @@ def test_per_call_deadline(nodes: Any) -> None:
         client.get_operation("0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d", timeout=0.1)
     assert "DEADLINE_EXCEEDED" in str(caught.value) or "deadline" in str(caught.value).lower()
     assert len(fake.times) == OPTIONS.retry.max_attempts, "each attempt had its own deadline"
+
+
+def test_overloaded_is_sent_to_the_next_node_after_the_hint(nodes: Any) -> None:
+    full, full_addr = nodes()
+    spare, spare_addr = nodes()
+    full.script = [refuse(grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED", {"retry-after-ms": "200"})]
+    with Client([full_addr, spare_addr], options=OPTIONS) as client:
+        claim = client.claim(TARGET, REQUEST)
+    assert claim.owns and (len(full.claims), len(spare.claims)) == (1, 1)
+    assert full.claims[0] == spare.claims[0], "the same request, shed unread, sent again"
+    assert spare.times[0] - full.times[0] >= 0.19, "retry-after-ms honoured"
+
+
+def test_rate_limited_waits_for_the_hint_on_the_same_node(nodes: Any) -> None:
+    fake, addr = nodes()
+    fake.script = [refuse(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", {"retry-after-ms": "200"})]
+    with Client([addr], options=OPTIONS) as client:
+        assert client.claim(TARGET, REQUEST).owns
+    assert len(fake.claims) == 2 and fake.times[1] - fake.times[0] >= 0.19
+
+
+def test_limits_beyond_the_budget_are_raised_at_once(nodes: Any) -> None:
+    fake, addr = nodes()
+    fake.script = [refuse(grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", {"retry-after-ms": "60000"})]
+    with Client([addr], options=OPTIONS) as client, pytest.raises(errors.RateLimited) as limited:
+        client.claim(TARGET, REQUEST)
+    assert limited.value.retry_after == 60 and isinstance(limited.value, errors.LimitExceeded)
+    fake.script = [refuse(grpc.StatusCode.RESOURCE_EXHAUSTED, "QUOTA_EXCEEDED")]
+    with Client([addr], options=OPTIONS) as client, pytest.raises(errors.QuotaExceeded):
+        client.claim(TARGET, REQUEST)
+    assert len(fake.claims) == 2, "neither was retried"
+
+
+async def test_async_overloaded_everywhere_ends_overloaded(nodes: Any) -> None:
+    fake, addr = nodes()
+    fake.script = [refuse(grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED", {"retry-after-ms": "20"})] * 10
+    async with AsyncClient([addr], options=OPTIONS) as client:
+        with pytest.raises(errors.Overloaded) as shed:
+            await client.claim(TARGET, REQUEST)
+    assert shed.value.retry_after == 0.02 and len(fake.claims) == OPTIONS.retry.max_attempts

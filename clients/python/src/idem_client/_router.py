@@ -265,8 +265,11 @@ class Attempts:
                 wait = 0.0
             else:
                 self._move_on(index)
-        else:  # LATER: the tenant's home is changing, its route may be stale
-            self.router.forget_route(self.tenant, None)
+        else:  # LATER, THROTTLED, SHED: nothing ran; come back after the server's hint
+            if failure.kind is Kind.LATER:  # the tenant's home is changing, its route may be stale
+                self.router.forget_route(self.tenant, None)
+            elif failure.kind is Kind.SHED:  # this node is full, another may not be
+                self._move_on(index)
             wait = max(wait, failure.retry_after or 0.0)
             self.later = failure.error
         if self.attempt >= self.policy.max_attempts or time.monotonic() + wait > self.deadline:

@@ -14,9 +14,17 @@ failure                                           sent?    what the retry loop d
 could not connect                                 no       next endpoint, back off
 ``NOT_LEADER``                                    no       hinted leader at once, else next
 ``WRONG_GROUP``                                   no       forget the tenant's route, back off
+``RATE_LIMITED``                                  no       same node after ``retry-after-ms``
+``OVERLOADED`` (shed unread)                      no       next endpoint after ``retry-after-ms``
 ``UNAVAILABLE_OUTCOME_UNKNOWN``, reset, timeout   maybe    next endpoint, back off, re-send
 any other idem reason (``REGION_FAILOVER`` too)   yes      raised, never retried
 ================================================  =======  ==================================
+
+``WRONG_GROUP``, ``RATE_LIMITED`` and ``OVERLOADED`` end the call with their own error
+(``WrongGroup``, ``RateLimited``, ``Overloaded``) when the attempts or the budget run out, or
+at once when the server's suggested wait does not fit in the budget. The Rust SDK raises ``RATE_LIMITED`` and
+``OVERLOADED`` at once; this client waits for them since nothing ran and the hint says when to
+come back.
 """
 
 from __future__ import annotations
@@ -53,7 +61,13 @@ class Kind(enum.Enum):
     MAYBE_SENT = "maybe sent"
     NOT_LEADER = "not leader"
     LATER = "later"
+    THROTTLED = "throttled"
+    SHED = "shed"
     FINAL = "final"
+
+
+_LATER = {"WRONG_GROUP": Kind.LATER, "RATE_LIMITED": Kind.THROTTLED, "OVERLOADED": Kind.SHED}
+"""Reasons of calls that did not run and are worth sending again later."""
 
 
 @dataclass(frozen=True)
@@ -133,8 +147,9 @@ def classify(
         return Failure(Kind.NOT_LEADER, error, leader_addr=found.hints.get(LEADER_ADDR_KEY))
     if found.reason == "UNAVAILABLE_OUTCOME_UNKNOWN":
         return Failure(Kind.MAYBE_SENT, error, retry_after=after)
-    if found.reason == "WRONG_GROUP":
-        return Failure(Kind.LATER, error, retry_after=after)
+    later = _LATER.get(found.reason)
+    if later is not None:
+        return Failure(later, error, retry_after=after)
     return Failure(Kind.FINAL, error)
 
 

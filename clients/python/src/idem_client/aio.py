@@ -16,11 +16,11 @@ import grpc
 import grpc.aio
 
 from . import _calls
+from ._base import ClientBase, leader_hint
 from ._calls import MAX_WAIT, Call
 from ._pb.idem.v1 import admin_pb2, admin_pb2_grpc, idempotency_pb2_grpc
-from ._router import Attempts, Node, Router
+from ._router import Attempts, Node
 from ._status import classify
-from .client import leader_hint
 from .fingerprint import CanonicalRequest, Fingerprint
 from .operation import AsyncOperation
 from .options import ClientOptions, TlsConfig
@@ -29,7 +29,7 @@ from .types import Claim, ErrorSummary, Lookup, Record, Risk, Stage, StoredResul
 T = TypeVar("T")
 
 
-class AsyncClient:
+class AsyncClient(ClientBase):
     """An asyncio client of an idem cluster; arguments as :class:`~idem_client.Client`."""
 
     def __init__(
@@ -40,10 +40,7 @@ class AsyncClient:
         token: str | None = None,
         options: ClientOptions | None = None,
     ) -> None:
-        self.options = options or ClientOptions()
-        self._router = Router.of(endpoints, self.options, secure=tls is not None)
-        self._tls = tls or TlsConfig()
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        super().__init__(endpoints, tls=tls, token=token, options=options)
         self._learning = asyncio.Lock()
 
     async def close(self) -> None:
@@ -58,18 +55,6 @@ class AsyncClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    def endpoints(self) -> list[str]:
-        """Every known endpoint: the configured ones, then leaders learned from hints."""
-        return self._router.endpoints()
-
-    def preferred_endpoint(self) -> str:
-        """Where calls that name no tenant start (the last leader learned)."""
-        return self._router.node(self._router.preferred)[1].uri
-
-    def tenant_endpoint(self, tenant: str) -> str | None:
-        """Where `tenant`'s next call starts, once the client learned it."""
-        return self._router.route_of(tenant)
 
     async def claim(
         self,
@@ -168,11 +153,8 @@ class AsyncClient:
 
     def _channel(self, node: Node) -> grpc.aio.Channel:
         if node.channel is None:
-            options = self.options.channel_options()
-            if node.secure:
-                if self._tls.server_name:
-                    options.append(("grpc.ssl_target_name_override", self._tls.server_name))
-                credentials = grpc.ssl_channel_credentials(*self._tls.read())
+            credentials, options = self._channel_settings(node)
+            if credentials is not None:
                 node.channel = grpc.aio.secure_channel(node.target, credentials, options)
             else:
                 node.channel = grpc.aio.insecure_channel(node.target, options)

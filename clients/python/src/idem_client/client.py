@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import grpc
 
 from . import _calls
+from ._base import ClientBase, leader_hint
 from ._calls import MAX_WAIT, Call
 from ._pb.idem.v1 import admin_pb2, admin_pb2_grpc, idempotency_pb2_grpc
-from ._router import Attempts, Node, Router
-from ._status import LEADER_ADDR_KEY, classify
+from ._router import Attempts, Node
+from ._status import classify
 from .fingerprint import CanonicalRequest, Fingerprint
 from .operation import Operation
 from .options import ClientOptions, TlsConfig
@@ -27,15 +28,7 @@ from .types import Claim, ErrorSummary, Lookup, Record, Risk, Stage, StoredResul
 T = TypeVar("T")
 
 
-def leader_hint(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
-    """The ``leader-addr`` a forwarding follower put in its answer's metadata."""
-    for key, value in metadata or ():
-        if key == LEADER_ADDR_KEY and isinstance(value, str):
-            return value
-    return None
-
-
-class Client:
+class Client(ClientBase):
     """A client of an idem cluster (``endpoints``: ``host:port``, ``http://`` or ``https://``).
 
     Nothing is connected until the first call. ``tls`` turns on TLS for endpoints without a
@@ -52,10 +45,7 @@ class Client:
         token: str | None = None,
         options: ClientOptions | None = None,
     ) -> None:
-        self.options = options or ClientOptions()
-        self._router = Router.of(endpoints, self.options, secure=tls is not None)
-        self._tls = tls or TlsConfig()
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        super().__init__(endpoints, tls=tls, token=token, options=options)
         self._lock = threading.Lock()
         self._learning = threading.Lock()
 
@@ -74,18 +64,6 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def endpoints(self) -> list[str]:
-        """Every known endpoint: the configured ones, then leaders learned from hints."""
-        return self._router.endpoints()
-
-    def preferred_endpoint(self) -> str:
-        """Where calls that name no tenant start (the last leader learned)."""
-        return self._router.node(self._router.preferred)[1].uri
-
-    def tenant_endpoint(self, tenant: str) -> str | None:
-        """Where `tenant`'s next call starts, once the client learned it."""
-        return self._router.route_of(tenant)
 
     # --- the Idempotency service -------------------------------------------------------------
 
@@ -185,11 +163,8 @@ class Client:
     def _channel(self, node: Node) -> grpc.Channel:
         with self._lock:
             if node.channel is None:
-                options = self.options.channel_options()
-                if node.secure:
-                    if self._tls.server_name:
-                        options.append(("grpc.ssl_target_name_override", self._tls.server_name))
-                    credentials = grpc.ssl_channel_credentials(*self._tls.read())
+                credentials, options = self._channel_settings(node)
+                if credentials is not None:
                     node.channel = grpc.secure_channel(node.target, credentials, options)
                 else:
                     node.channel = grpc.insecure_channel(node.target, options)

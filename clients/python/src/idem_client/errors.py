@@ -151,17 +151,69 @@ class Internal(Rejected):
     """``INTERNAL``: a bug or a storage failure on the server."""
 
 
+class UnknownRegion(NotFound):
+    """``UNKNOWN_REGION``: no region of that name is defined (placement commands)."""
+
+
+class TenantHomeImmutable(Rejected):
+    """``TENANT_HOME_IMMUTABLE``: the tenant has records; its home region cannot change."""
+
+
+class PlacementConflict(Rejected):
+    """``PLACEMENT_CONFLICT``: the placement change contradicts the cluster configuration."""
+
+
+class NotInFailover(Rejected):
+    """``NOT_IN_FAILOVER``: confirming a new home needs a group in region failover."""
+
+
+class BackupUnsupported(Rejected):
+    """``BACKUP_UNSUPPORTED``: this cluster's backup cannot be taken as one file (it has region
+    groups); an Admin answer."""
+
+
+class DeadlineExceeded(Rejected):
+    """``DEADLINE_EXCEEDED``: a read did not finish within the call's deadline (a write cut off
+    by its deadline is :class:`OutcomeUnknown` instead)."""
+
+
 class PermissionDenied(Rejected):
-    """``TENANT_FORBIDDEN`` or another ``PERMISSION_DENIED`` answer of an authenticated node."""
+    """``PERMISSION_DENIED``: an authenticated caller may not make this call; nothing was read
+    or written. The server's reasons are the subclasses."""
+
+
+class TenantForbidden(PermissionDenied):
+    """``TENANT_FORBIDDEN``: the scope's tenant (or the tenant of the record a fence or
+    operation id names) is not one of the caller's."""
+
+
+class RoleForbidden(PermissionDenied):
+    """``ROLE_FORBIDDEN``: the call needs a role (``operator``, ``admin``) the caller lacks."""
 
 
 class Unauthenticated(Rejected):
-    """``UNAUTHENTICATED``: the node requires credentials (TLS client certificate or token)."""
+    """``UNAUTHENTICATED``: the node requires a credential and the call carried none that it
+    knows (no token, an unknown or revoked one, no client certificate mapped to a principal)."""
 
 
-class RateLimited(Rejected):
-    """``RATE_LIMITED``, ``QUOTA_EXCEEDED`` or ``OVERLOADED``: try again after
-    :attr:`retry_after`."""
+class LimitExceeded(Rejected):
+    """A limit of the server refused the call before running it; nothing changed. The
+    subclasses say which one; :attr:`retry_after` is the server's suggested wait."""
+
+
+class RateLimited(LimitExceeded):
+    """``RATE_LIMITED``: the tenant's rate limit is used up. Retried by the client after
+    ``retry-after-ms`` while the call's budget allows; raised when it does not."""
+
+
+class QuotaExceeded(LimitExceeded):
+    """``QUOTA_EXCEEDED``: the tenant has as many unfinished records as its quota allows; a
+    claim that would create another is refused until some finish. Never retried."""
+
+
+class Overloaded(LimitExceeded):
+    """``OVERLOADED``: the node shed the call unread at its in-flight bound. Retried by the
+    client on the next endpoint after ``retry-after-ms``; raised when the budget runs out."""
 
 
 REASONS: dict[str, type[IdemError]] = {
@@ -179,21 +231,30 @@ REASONS: dict[str, type[IdemError]] = {
     "ALREADY_TERMINAL": AlreadyTerminal,
     "VERSION_MISMATCH": VersionMismatch,
     "NOT_FOUND": NotFound,
+    "NOT_LEADER": Unavailable,
+    "UNAVAILABLE_OUTCOME_UNKNOWN": OutcomeUnknown,
     "REGION_FAILOVER": RegionFailover,
     "WRONG_GROUP": WrongGroup,
+    "UNKNOWN_REGION": UnknownRegion,
+    "TENANT_HOME_IMMUTABLE": TenantHomeImmutable,
+    "PLACEMENT_CONFLICT": PlacementConflict,
+    "NOT_IN_FAILOVER": NotInFailover,
     "REQUEST_TOO_LARGE": RequestTooLarge,
-    "INTERNAL": Internal,
-    "TENANT_FORBIDDEN": PermissionDenied,
-    "PERMISSION_DENIED": PermissionDenied,
-    "UNAUTHENTICATED": Unauthenticated,
     "RATE_LIMITED": RateLimited,
-    "QUOTA_EXCEEDED": RateLimited,
-    "OVERLOADED": RateLimited,
-    "UNAVAILABLE_OUTCOME_UNKNOWN": OutcomeUnknown,
+    "QUOTA_EXCEEDED": QuotaExceeded,
+    "OVERLOADED": Overloaded,
+    "DEADLINE_EXCEEDED": DeadlineExceeded,
+    "INTERNAL": Internal,
+    "UNAUTHENTICATED": Unauthenticated,
+    "TENANT_FORBIDDEN": TenantForbidden,
+    "ROLE_FORBIDDEN": RoleForbidden,
+    "BACKUP_UNSUPPORTED": BackupUnsupported,
+    "PERMISSION_DENIED": PermissionDenied,
     UNAVAILABLE: Unavailable,
     INVALID_RESPONSE: InvalidResponse,
 }
-"""The exception class of every reason this client knows."""
+"""The exception class of every reason the server sends (``idem_proto::reason::ALL``), plus
+``PERMISSION_DENIED`` and the client-side reasons."""
 
 
 def error_for(

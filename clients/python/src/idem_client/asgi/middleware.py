@@ -427,7 +427,7 @@ def store_problem(error: errors.IdemError) -> Problem:
             error.reason,
             retry_after=error.retry_after or UNAVAILABLE_RETRY,
         )
-    if isinstance(error, errors.RateLimited):
+    if isinstance(error, errors.LimitExceeded):
         return Problem(
             429,
             "rate-limited",
