@@ -1,9 +1,10 @@
 """TLS, client certificates and bearer tokens against a real secured idemd.
 
-One node for the module serves its API on TLS (``idemctl cert``: a CA, a node certificate for
-localhost/127.0.0.1), asks for client certificates (``client_auth = "optional"``) and runs with
-authentication on, its credentials file made by ``idemctl auth token create`` plus a
-certificate principal. The flags are explicit, so the tests hold whatever idemd's default is.
+Two nodes for the module serve their API on TLS (``idemctl cert``: a CA, a node certificate for
+localhost/127.0.0.1), one asking for client certificates (``client_auth = "optional"``), one
+requiring them, both with authentication on and one credentials file (``idemctl auth token
+create`` plus a certificate principal). The flags are explicit, so the tests hold whatever
+idemd's default is.
 
 What a client must see: with the cluster CA it is served; a plaintext client, a client that
 trusts another CA, or a client certificate of another CA never reaches a handler; no token or
@@ -50,6 +51,9 @@ class Secured:
     """The secured node and the credentials the tests use."""
 
     node: Node
+    """Client certificates optional."""
+    strict: Node
+    """Client certificates required."""
     certs: Path
     foreign: Path
     acme: str
@@ -79,7 +83,7 @@ def token(credentials: Path, name: str, tenant: str) -> str:
 
 @pytest.fixture(scope="module")
 def secured() -> Iterator[Secured]:
-    """A single node on TLS with client certificates and authentication on."""
+    """Nodes on TLS with client certificates and authentication on, and their credentials."""
     root = Path(tempfile.mkdtemp(prefix="idem-py-sec-"))
     certs, foreign = root / "certs", root / "foreign"
     certs.mkdir()
@@ -93,18 +97,26 @@ def secured() -> Iterator[Secured]:
     acme, globex = token(credentials, "acme-worker", "acme"), token(credentials, "globex-worker", "globex")
     with credentials.open("a") as f:
         f.write('\n[[certificate]]\nname = "svc-acme"\nrole = "worker"\ntenants = ["acme"]\n')
+    nodes = [secured_node(certs, credentials, "optional"), secured_node(certs, credentials, "require")]
+    try:
+        for node in nodes:
+            node.wait_healthy()
+        yield Secured(nodes[0], nodes[1], certs, foreign, acme, globex)
+    finally:
+        for node in nodes:
+            node.remove()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def secured_node(certs: Path, credentials: Path, client_auth: str) -> Node:
+    """A started node on TLS (client certificates `client_auth`) with authentication on."""
     node = Node(security=[
         "--tls-cert", str(certs / "node1.pem"), "--tls-key", str(certs / "node1-key.pem"),
-        "--tls-ca", str(certs / "ca.pem"), "--tls-client-auth", "optional",
+        "--tls-ca", str(certs / "ca.pem"), "--tls-client-auth", client_auth,
         "--auth", "on", "--auth-credentials", str(credentials),
     ])  # fmt: skip
     node.spawn()
-    try:
-        node.wait_healthy()
-        yield Secured(node, certs, foreign, acme, globex)
-    finally:
-        node.remove()
-        shutil.rmtree(root, ignore_errors=True)
+    return node
 
 
 def test_client_accepts_tls_and_token_settings() -> None:
@@ -145,8 +157,18 @@ def test_handshake_failures_never_reach_a_handler(secured: Secured, case: str) -
         tls = secured.tls("svc-acme", issuer=secured.foreign)
     with Client([endpoint], tls=tls, token=secured.acme, options=REFUSED) as client:
         with pytest.raises(errors.Unavailable) as refused:
-            client.get(new_target())
+            client.claim(new_target(), BODY)  # a write: Unavailable says it was never sent
         assert refused.value.reason == "UNAVAILABLE"
+
+
+def test_required_client_certificate(secured: Secured) -> None:
+    """With ``client_auth = "require"`` a token alone does not get past the handshake."""
+    endpoint = [secured.strict.endpoint]
+    with Client(endpoint, tls=secured.tls(), token=secured.acme, options=REFUSED) as client:
+        with pytest.raises(errors.Unavailable):
+            client.claim(new_target(), BODY)
+    with Client(endpoint, tls=secured.tls("svc-acme"), options=FAST) as client:
+        assert client.claim(new_target(), BODY).owns
 
 
 def test_missing_or_unknown_token_is_unauthenticated(secured: Secured) -> None:
