@@ -118,9 +118,14 @@ struct TestArgs {
     /// The idemd binary (default: next to this executable).
     #[arg(long)]
     idemd: Option<PathBuf>,
-    /// The idemctl binary, for the membership nemesis (default: next to this executable).
+    /// The idemctl binary, which issues the run's certificates and tokens and runs the
+    /// membership nemesis (default: next to this executable).
     #[arg(long)]
     idemctl: Option<PathBuf>,
+    /// Run the nodes in plaintext with authentication off (default: TLS on the API and Raft
+    /// ports, authentication on, workers with a token of their tenant).
+    #[arg(long)]
+    plaintext: bool,
     /// Directory of runs.
     #[arg(long, default_value = "store")]
     store: PathBuf,
@@ -275,6 +280,7 @@ fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
         prefix: args.prefix.clone(),
         keep_data: args.keep_data,
         log_level: args.log_level.clone(),
+        plaintext: args.plaintext,
     };
     eprintln!("seed {seed}");
     let outcome = runner::run(&options)?;

@@ -21,6 +21,7 @@ use anyhow::{bail, Context as _};
 
 use crate::cluster::config::Timings;
 use crate::cluster::regions::Regions;
+use crate::cluster::security::SecurityMode;
 use crate::cluster::{health, tools, Cluster, ClusterSpec};
 use crate::history::Recorder;
 use crate::ledger::Ledger;
@@ -72,6 +73,9 @@ pub struct TestOptions {
     pub keep_data: bool,
     /// idemd log filter.
     pub log_level: String,
+    /// Plaintext nodes with authentication off, instead of TLS on both ports and
+    /// authentication on (certificates and tokens issued by idemctl).
+    pub plaintext: bool,
 }
 
 /// How a run ended.
@@ -108,6 +112,14 @@ pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
         faketime: fake_clock,
     })?;
     let idemd = tools::locate_idemd(options.idemd.as_deref())?;
+    let security = if options.plaintext {
+        SecurityMode::Plaintext
+    } else {
+        SecurityMode::Secure {
+            idemctl: tools::locate_binary("idemctl", options.idemctl.as_deref())?,
+            tenant: workload::store::test_scope().tenant().to_owned(),
+        }
+    };
     let regions = Regions::new(options.nodes, options.regions, &options.rtts)?;
     let timings = Timings::for_rtt(regions.max_rtt());
     let dir = run_dir(&options.store, options.workload.name(), options.seed)?;
@@ -128,6 +140,7 @@ pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
         timings,
         fake_clock,
         log_level: options.log_level.clone(),
+        security,
     };
     let cluster = Arc::new(Cluster::create(&spec)?);
     cluster.enter_hub()?;
@@ -196,19 +209,21 @@ async fn run_body(
     let topology = cluster.topology.clone();
     let ledger = LedgerService::start(&topology.ledger_addr(), Arc::clone(&recorder)).await?;
     let (_proxies, leader) = cluster.boot(Duration::from_secs(60)).await?;
-    let admin = health::admin_client(&topology)?;
+    let admin = health::admin_client(&topology, &cluster.admin_access())?;
     let all = cluster.ids();
     eprintln!("cluster up: {} node(s), leader n{leader}", all.len());
 
     let start = Instant::now();
     let endpoints: Vec<String> = all.iter().map(|&i| topology.api_addr(i)).collect();
+    let worker_access = cluster.worker_access();
     let shared = Arc::new(Shared {
         recorder: Arc::clone(&recorder),
         keys: KeyPool::new(options.keys_active, options.attempts_per_key),
         ledger: LedgerClient::new(ledger.addr(), Duration::from_secs(5)),
         behaviour: options.workload.behaviour(),
         endpoints: endpoints.clone(),
-        pooled: pooled_client(&endpoints)?,
+        access: worker_access.clone(),
+        pooled: pooled_client(&endpoints, &worker_access)?,
         concurrency: options.concurrency,
         deadline: start + options.time_limit,
         seed: options.seed,
@@ -255,7 +270,7 @@ async fn run_body(
     let keys = shared.keys.used();
     eprintln!("final reads of {} keys", keys.len());
     let first_process = options.concurrency * 1_000_000;
-    let reads = final_reads(&endpoints, &recorder, &keys, first_process).await?;
+    let reads = final_reads(&endpoints, &worker_access, &recorder, &keys, first_process).await?;
     if !reads.unread.is_empty() {
         problems.push(format!(
             "final reads failed for {} key(s): {:?}",

@@ -5,12 +5,18 @@
 //! store directory. Multi-node clusters get a `[cluster]` section listing the initial members
 //! (`{id, raft_addr, api_addr, region, zone}`); the node with the lowest id initializes the
 //! group. A single node gets no `[cluster]` section: it initializes itself.
+//!
+//! A secure node (the default of `idem-jepsen test`) gets `[tls]` (its certificate on the
+//! API port; clients authenticate with tokens), `[peer_tls]` (mutual TLS with the cluster
+//! CA on the Raft port) and `[auth] mode = "on"` with the run's credentials file; a
+//! plaintext node gets `[auth] mode = "off"`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::netns::Topology;
 use super::regions::Regions;
+use super::security::NodeSecurity;
 
 /// Timings the harness sets on every node (short, so faults heal within a test).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +97,8 @@ pub struct NodeConfig {
     pub timings: Timings,
     /// Initial members; empty for a single node (no `[cluster]` section).
     pub members: Vec<MemberSpec>,
+    /// TLS and authentication; `None`: plaintext with authentication off.
+    pub security: Option<NodeSecurity>,
 }
 
 impl NodeConfig {
@@ -127,6 +135,7 @@ impl NodeConfig {
             log_level: "info".into(),
             timings: timings.clone(),
             members,
+            security: None,
         }
     }
 
@@ -149,10 +158,7 @@ impl NodeConfig {
         raft.insert("heartbeat_interval".into(), d(self.timings.heartbeat));
         raft.insert("election_timeout".into(), d(self.timings.election));
         root.insert("raft".into(), toml::Value::Table(raft));
-        // The harness checks the store's promises under faults, not its credentials.
-        let mut auth = toml::Table::new();
-        auth.insert("mode".into(), s("off"));
-        root.insert("auth".into(), toml::Value::Table(auth));
+        self.security_toml(&mut root);
         if !self.members.is_empty() {
             let members = self.members.iter().map(MemberSpec::to_toml).collect();
             let mut cluster = toml::Table::new();
@@ -160,6 +166,26 @@ impl NodeConfig {
             root.insert("cluster".into(), toml::Value::Table(cluster));
         }
         toml::to_string(&root).unwrap_or_default()
+    }
+
+    /// `[tls]`, `[peer_tls]` and `[auth]` on, or only `[auth]` off.
+    fn security_toml(&self, root: &mut toml::Table) {
+        let p = |v: &std::path::Path| toml::Value::String(v.to_string_lossy().into_owned());
+        let mut auth = toml::Table::new();
+        let Some(sec) = &self.security else {
+            auth.insert("mode".into(), toml::Value::String("off".into()));
+            root.insert("auth".into(), toml::Value::Table(auth));
+            return;
+        };
+        let mut tls = toml::Table::new();
+        tls.insert("cert".into(), p(&sec.cert));
+        tls.insert("key".into(), p(&sec.key));
+        root.insert("tls".into(), toml::Value::Table(tls.clone()));
+        tls.insert("ca".into(), p(&sec.ca));
+        root.insert("peer_tls".into(), toml::Value::Table(tls));
+        auth.insert("mode".into(), toml::Value::String("on".into()));
+        auth.insert("credentials".into(), p(&sec.credentials));
+        root.insert("auth".into(), toml::Value::Table(auth));
     }
 }
 
@@ -211,6 +237,37 @@ mod tests {
         assert_eq!(parsed["data_dir"].as_str(), Some("/d/n1"));
         assert_eq!(parsed["raft"]["election_timeout"].as_str(), Some("1s"));
         assert!(!parsed.contains_key("cluster"), "{text}");
+        assert_eq!(parsed["auth"]["mode"].as_str(), Some("off"), "{text}");
+        assert!(!parsed.contains_key("tls"), "{text}");
+    }
+
+    #[test]
+    fn a_secure_node_runs_tls_on_both_ports_with_auth_on() {
+        let t = Topology::new("x", 1);
+        let mut c = NodeConfig::for_node(
+            &t,
+            &Regions::single(1),
+            1,
+            "/d/n1".into(),
+            &Timings::default(),
+        );
+        c.security = Some(NodeSecurity {
+            cert: "/s/n1.pem".into(),
+            key: "/s/n1-key.pem".into(),
+            ca: "/s/ca.pem".into(),
+            credentials: "/s/credentials.toml".into(),
+        });
+        let text = c.to_toml();
+        let parsed: toml::Table = text.parse().unwrap();
+        assert_eq!(parsed["tls"]["cert"].as_str(), Some("/s/n1.pem"), "{text}");
+        assert_eq!(parsed["tls"]["key"].as_str(), Some("/s/n1-key.pem"));
+        assert_eq!(parsed["peer_tls"]["ca"].as_str(), Some("/s/ca.pem"));
+        assert_eq!(parsed["peer_tls"]["cert"].as_str(), Some("/s/n1.pem"));
+        assert_eq!(parsed["auth"]["mode"].as_str(), Some("on"));
+        assert_eq!(
+            parsed["auth"]["credentials"].as_str(),
+            Some("/s/credentials.toml")
+        );
     }
 
     #[test]

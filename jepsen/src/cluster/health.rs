@@ -11,16 +11,18 @@ use anyhow::bail;
 use idem_client::{Client, ClientOptions, RetryPolicy};
 
 use super::netns::Topology;
+use super::security::Access;
 use crate::http;
 
-/// A client for status queries to any node of `topology` (short timeouts, no retries).
-pub fn admin_client(topology: &Topology) -> anyhow::Result<Client> {
-    let options = ClientOptions {
+/// A client for status queries to any node of `topology` (short timeouts, no retries),
+/// presenting `access`.
+pub fn admin_client(topology: &Topology, access: &Access) -> anyhow::Result<Client> {
+    let options = access.apply(ClientOptions {
         connect_timeout: Duration::from_millis(500),
         request_timeout: Duration::from_secs(1),
         retry: RetryPolicy::no_retry(),
         ..ClientOptions::default()
-    };
+    });
     let endpoints = topology.ids().map(|i| topology.api_addr(i)).collect();
     Ok(Client::connect(endpoints, options)?)
 }

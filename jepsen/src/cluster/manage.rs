@@ -14,6 +14,7 @@ use anyhow::Context as _;
 
 use super::config::Timings;
 use super::regions::Regions;
+use super::security::SecurityMode;
 use super::state::ClusterState;
 use super::{cleanup, delay, health, tools, Cluster, ClusterSpec, DelayMode};
 
@@ -61,6 +62,8 @@ pub fn spec(options: &UpOptions) -> anyhow::Result<ClusterSpec> {
         timings,
         fake_clock: options.fake_clock,
         log_level: options.log_level.clone(),
+        // A cluster left running serves scripts and the region scenario's raw clients.
+        security: SecurityMode::Plaintext,
     })
 }
 
@@ -81,7 +84,7 @@ pub fn up(options: &UpOptions) -> anyhow::Result<ClusterState> {
     runtime.block_on(async {
         let all = cluster.ids();
         health::wait_healthy(&cluster.topology, &all, Duration::from_secs(60)).await?;
-        let admin = health::admin_client(&cluster.topology)?;
+        let admin = health::admin_client(&cluster.topology, &cluster.admin_access())?;
         health::wait_leader(&admin, &cluster.topology, &all, Duration::from_secs(60)).await?;
         anyhow::Ok(())
     })?;

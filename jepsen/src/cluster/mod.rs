@@ -9,6 +9,7 @@
 //! - [`delay`]: the same delays through user-space proxies, for kernels without netem;
 //! - [`config`]: one TOML file per node;
 //! - [`node`]: an idemd process (start, kill -9, pause, restart);
+//! - [`security`]: TLS certificates, the credentials file, what clients present;
 //! - [`clock`]: per-node clock offsets through libfaketime;
 //! - [`health`]: waits for health and for a leader;
 //! - [`cleanup`]: teardown on exit, on panic, after a signal, and of earlier crashed runs;
@@ -28,6 +29,7 @@ pub mod manage;
 pub mod netns;
 pub mod node;
 pub mod regions;
+pub mod security;
 pub mod state;
 pub mod tools;
 
@@ -47,6 +49,7 @@ use delay::DelayProxies;
 use netns::Topology;
 use node::NodeProcess;
 use regions::Regions;
+use security::{Access, Security, SecurityMode};
 use state::{ClusterState, NodeState};
 
 /// What cluster to build.
@@ -68,6 +71,8 @@ pub struct ClusterSpec {
     pub fake_clock: bool,
     /// idemd log filter.
     pub log_level: String,
+    /// TLS and authentication, or plaintext.
+    pub security: SecurityMode,
 }
 
 /// A namespaced cluster: its network (torn down on drop) and its node processes.
@@ -82,6 +87,7 @@ pub struct Cluster {
     nodes: Vec<Mutex<NodeProcess>>,
     guard: Mutex<NetnsGuard>,
     dir: PathBuf,
+    security: Option<Security>,
 }
 
 impl Cluster {
@@ -99,9 +105,18 @@ impl Cluster {
         } else {
             DelayMode::None
         };
+        let security = match &spec.security {
+            SecurityMode::Plaintext => None,
+            SecurityMode::Secure { idemctl, tenant } => {
+                let dir = spec.dir.join("security");
+                let issued = Security::create(idemctl, &dir, &topology, tenant)
+                    .context("issuing the cluster's certificates and tokens")?;
+                Some(issued)
+            }
+        };
         let nodes = topology
             .ids()
-            .map(|id| prepare_node(spec, &topology, id).map(Mutex::new))
+            .map(|id| prepare_node(spec, &topology, id, security.as_ref()).map(Mutex::new))
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(Cluster {
             topology,
@@ -110,6 +125,7 @@ impl Cluster {
             nodes,
             guard: Mutex::new(guard),
             dir: spec.dir.clone(),
+            security,
         })
     }
 
@@ -151,9 +167,25 @@ impl Cluster {
         self.start_all()?;
         let all = self.ids();
         health::wait_healthy(&self.topology, &all, within).await?;
-        let admin = health::admin_client(&self.topology)?;
+        let admin = health::admin_client(&self.topology, &self.admin_access())?;
         let leader = health::wait_leader(&admin, &self.topology, &all, within).await?;
         Ok((proxies, leader))
+    }
+
+    /// What the harness's administrative clients present (status queries, membership).
+    pub fn admin_access(&self) -> Access {
+        self.security
+            .as_ref()
+            .map(Security::admin)
+            .unwrap_or_default()
+    }
+
+    /// What the workers present.
+    pub fn worker_access(&self) -> Access {
+        self.security
+            .as_ref()
+            .map(Security::worker)
+            .unwrap_or_default()
     }
 
     /// Ids of nodes whose process runs and is not paused.
@@ -281,13 +313,19 @@ fn apply_delays(topology: &Topology, regions: &Regions) -> anyhow::Result<DelayM
     })
 }
 
-fn prepare_node(spec: &ClusterSpec, topology: &Topology, id: usize) -> anyhow::Result<NodeProcess> {
+fn prepare_node(
+    spec: &ClusterSpec,
+    topology: &Topology,
+    id: usize,
+    security: Option<&Security>,
+) -> anyhow::Result<NodeProcess> {
     let dir = spec.dir.join(Topology::node_name(id));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
     let mut config =
         NodeConfig::for_node(topology, &spec.regions, id, dir.join("data"), &spec.timings);
     config.log_level = spec.log_level.clone();
+    config.security = security.map(|s| s.node(id));
     let config_path = dir.join("idemd.toml");
     std::fs::write(&config_path, config.to_toml())
         .with_context(|| format!("writing {}", config_path.display()))?;

@@ -48,7 +48,7 @@ impl Nemesis {
         recorder: Arc<Recorder>,
         membership: Option<Membership>,
     ) -> anyhow::Result<Nemesis> {
-        let admin = health::admin_client(&cluster.topology)?;
+        let admin = health::admin_client(&cluster.topology, &cluster.admin_access())?;
         Ok(Nemesis {
             cluster,
             recorder,

@@ -97,7 +97,9 @@ impl Membership {
             if endpoints.is_empty() {
                 bail!("no live node to send `idemctl {}` to", args.join(" "));
             }
-            let out = Command::new(&self.idemctl)
+            let out = cluster
+                .admin_access()
+                .idemctl(&self.idemctl)
                 .args(["--endpoints", &endpoints.join(","), "-w", "json"])
                 .args(args)
                 .output()

@@ -15,6 +15,7 @@ use idem_core::placement::GroupId;
 use super::error::ScenarioError;
 use crate::cluster::health;
 use crate::cluster::netns::Topology;
+use crate::cluster::security::Access;
 use crate::http;
 
 /// How often a waited-for state is probed.
@@ -41,7 +42,8 @@ impl Observer {
         .map_err(ScenarioError::admin("admin client"))?;
         Ok(Observer {
             topology: topology.clone(),
-            probe: health::admin_client(topology)?,
+            // The scenario's cluster is plaintext (`cluster::manage::spec`).
+            probe: health::admin_client(topology, &Access::default())?,
             config,
         })
     }

@@ -26,6 +26,7 @@ use idem_core::Stage;
 
 use super::store::{Completion, Store};
 use super::{Behaviour, KeyPool, StallPoint};
+use crate::cluster::security::Access;
 use crate::history::Recorder;
 use crate::ledger_service::LedgerClient;
 use idem_testkit::Rng;
@@ -42,6 +43,8 @@ pub struct Shared {
     pub behaviour: Behaviour,
     /// Every node's API address.
     pub endpoints: Vec<String>,
+    /// What every worker client presents (TLS and the workers' token, or nothing).
+    pub access: Access,
     /// The client every even-numbered worker uses (see [`worker_client`]).
     pub pooled: Client,
     /// Number of workers (the step between a worker's process numbers).
@@ -52,9 +55,10 @@ pub struct Shared {
     pub seed: u64,
 }
 
-/// Client settings for workers: short timeouts, a few retries of the same request.
-pub fn client_options() -> ClientOptions {
-    ClientOptions {
+/// Client settings for workers: short timeouts, a few retries of the same request, and
+/// `access` (TLS and the workers' token on a secure cluster).
+pub fn client_options(access: &Access) -> ClientOptions {
+    access.apply(ClientOptions {
         connect_timeout: Duration::from_secs(1),
         request_timeout: Duration::from_secs(4),
         keep_alive_interval: Duration::from_secs(5),
@@ -67,32 +71,31 @@ pub fn client_options() -> ClientOptions {
         },
         region: None,
         coalescing: Coalescing::default(),
-        // The harness runs its nodes in plaintext with authentication off.
         tls: None,
         token: None,
-    }
+    })
 }
 
 /// The client that even-numbered workers share, as the tasks of one service share its
 /// client: their concurrent calls are coalesced into batches, with one request under way per
 /// endpoint at most, so that batches (and batches lost to a fault) are part of every run.
-pub fn pooled_client(endpoints: &[String]) -> anyhow::Result<Client> {
+pub fn pooled_client(endpoints: &[String], access: &Access) -> anyhow::Result<Client> {
     let options = ClientOptions {
         coalescing: Coalescing {
             max_in_flight: 1,
             ..Coalescing::default()
         },
-        ..client_options()
+        ..client_options(access)
     };
     Ok(Client::connect(endpoints.to_vec(), options)?)
 }
 
 /// A client bound to every node, starting with node `first` (0-based) so that workers spread
 /// over the nodes.
-pub fn client_for(endpoints: &[String], first: usize) -> anyhow::Result<Client> {
+pub fn client_for(endpoints: &[String], first: usize, access: &Access) -> anyhow::Result<Client> {
     let mut rotated = endpoints.to_vec();
     rotated.rotate_left(first % endpoints.len().max(1));
-    Ok(Client::connect(rotated, client_options())?)
+    Ok(Client::connect(rotated, client_options(access))?)
 }
 
 /// The client of worker `index`'s process `process`: even workers share the pooled client
@@ -106,7 +109,7 @@ pub fn worker_client(shared: &Shared, index: u64, process: u64) -> anyhow::Resul
         return Ok(shared.pooled.clone());
     }
     let one = endpoints[(index + process) as usize % endpoints.len()].clone();
-    Ok(Client::connect(vec![one], client_options())?)
+    Ok(Client::connect(vec![one], client_options(&shared.access))?)
 }
 
 /// One worker: a sequence of client processes.
@@ -266,12 +269,13 @@ impl Worker {
 /// process numbers starting at `first_process`.
 pub async fn final_reads(
     endpoints: &[String],
+    access: &Access,
     recorder: &Arc<Recorder>,
     keys: &[String],
     first_process: u64,
 ) -> anyhow::Result<FinalReads> {
     let mut process = first_process;
-    let mut store = Store::new(client_for(endpoints, 0)?, Arc::clone(recorder));
+    let mut store = Store::new(client_for(endpoints, 0, access)?, Arc::clone(recorder));
     let mut summary = FinalReads::default();
     for key in keys {
         let mut done = false;
@@ -285,7 +289,7 @@ pub async fn final_reads(
                 Completion::Info(_) => {
                     process += 1;
                     store = Store::new(
-                        client_for(endpoints, process as usize)?,
+                        client_for(endpoints, process as usize, access)?,
                         Arc::clone(recorder),
                     );
                 }
