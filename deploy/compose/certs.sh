@@ -11,11 +11,16 @@
 #                                        as their client certificate (1 year)
 #   DIR/operator/client.crt, client.key, ca.crt
 #                                        a client certificate for idemctl (SAN DNS operator)
+#   DIR/auth/credentials.toml            the credentials file of every node: the certificate
+#                                        name "operator" is an administrator of every tenant;
+#                                        add worker tokens with `idemctl auth token create
+#                                        --credentials DIR/auth/credentials.toml ...`
 #
-# Each node mounts DIR/nN at /certs (the commented lines of docker-compose.yml). Keys belong
-# to uid 10001, the image's user, when run as root (mode 0600); otherwise they are made
-# readable (0644) so the container can read them: keep such a directory private. An existing
-# CA is reused, so node certificates can be renewed without touching the clients.
+# Each node mounts DIR/nN at /certs and DIR/auth at /auth (docker-compose.yml). Keys and the
+# credentials file belong to uid 10001, the image's user, when run as root (mode 0600);
+# otherwise they are made readable (0644) so the container can read them: keep such a
+# directory private. An existing CA is reused, so node certificates can be renewed without
+# touching the clients, and an existing credentials file is kept with its tokens.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -62,6 +67,19 @@ for n in "${NODES[@]}"; do
 done
 issue "$DIR/operator" client "DNS:operator" clientAuth
 
+# The credentials file, once: later runs keep the tokens added to it.
+credentials="$DIR/auth/credentials.toml"
+mkdir -p "$DIR/auth"
+if [[ ! -s "$credentials" ]]; then
+    printf '[[certificate]]\nname = "operator"\nrole = "admin"\ntenants = ["*"]\n' >"$credentials"
+fi
+if [[ "$(id -u)" == 0 ]]; then
+    chown 10001:10001 "$credentials"
+    chmod 0600 "$credentials"
+else
+    chmod 0644 "$credentials"
+fi
+
 # Check what was written: each certificate chains to the CA and names what it must.
 check() {
     openssl verify -CAfile "$DIR/ca.crt" -purpose "$3" "$1" >/dev/null ||
@@ -74,4 +92,6 @@ for n in "${NODES[@]}"; do
     check "$DIR/n$n/node.crt" "DNS:n$n" sslclient
 done
 check "$DIR/operator/client.crt" "DNS:operator" sslclient
-echo "certs.sh: CA, ${#NODES[@]} node certificates and an operator certificate in $DIR (checked)"
+grep -q '^name = "operator"' "$credentials" ||
+    { echo "certs.sh: $credentials does not name the operator certificate" >&2; exit 1; }
+echo "certs.sh: CA, ${#NODES[@]} node certificates, an operator certificate and the credentials file in $DIR (checked)"

@@ -5,9 +5,10 @@
 #
 #  1. up; wait until every node's healthcheck (/healthz) passes;
 #  2. checks the region delays are in place (an HTTP round trip eu -> ap takes ≥ its RTT);
-#  3. an idemctl session from a container: claim, a retry (IN_PROGRESS), complete, replay,
-#     another request on the same key (FINGERPRINT_MISMATCH); plus RECORDS more keys
-#     claimed and completed;
+#  3. an idemctl session from a container, as the operator (client certificate; the nodes
+#     run TLS on both ports and authentication, certs.sh): claim, a retry (IN_PROGRESS),
+#     complete, replay, another request on the same key (FINGERPRINT_MISMATCH); plus RECORDS
+#     more keys claimed and completed; the same read without a credential: UNAUTHENTICATED;
 #  4. docker kill of the leader's container; the cluster elects another leader and keeps
 #     answering the stored result of every key; a new key is written without that node;
 #  5. restarts the killed container and waits until it is healthy and has caught up;
@@ -40,16 +41,22 @@ fail() {
     exit 1
 }
 
+# The cluster's certificates and credentials file (certs.sh), apart from a hand-started
+# cluster's deploy/compose/certs.
+IDEM_COMPOSE_CERTS="$(mktemp -d /tmp/idem-compose-test-certs.XXXXXX)"
+export IDEM_COMPOSE_CERTS
+
 cleanup() {
     docker rm -f -v "$COMPOSE_PROJECT_NAME-ctl" >/dev/null 2>&1 || true
     "${compose[@]}" --profile tools down -v --remove-orphans >/dev/null 2>&1 || true
 }
-trap cleanup EXIT
+trap 'cleanup; rm -rf "$IDEM_COMPOSE_CERTS"' EXIT
 trap 'exit 130' INT TERM
 
 docker image inspect "$IDEM_IMAGE" >/dev/null 2>&1 ||
     { say "no image $IDEM_IMAGE: build it with make image"; exit 2; }
 cleanup
+"$HERE/certs.sh" "$IDEM_COMPOSE_CERTS" >&2
 
 # A long-lived idemctl container on the cluster's network (docker exec is much faster than
 # a `run` per command).
@@ -131,7 +138,10 @@ for i in $(seq 1 "$RECORDS"); do
         --resource-id "res_$i" >/dev/null || fail "complete rec-$i"
 done
 check_replays
-pass "claim, retry, complete, replay, mismatch; $RECORDS more records completed and replayed"
+out="$(docker exec "$COMPOSE_PROJECT_NAME-ctl" env -u IDEMCTL_CERT -u IDEMCTL_KEY \
+    idemctl -w json get --key order-1 2>&1 || true)"
+[[ "$out" == *UNAUTHENTICATED* ]] || fail "a read without a credential was not refused: $out"
+pass "claim, retry, complete, replay, mismatch; $RECORDS more records completed and replayed; no credential, no access"
 
 say "4. kill the leader's container"
 old="$(leader)"

@@ -13,6 +13,9 @@
 #   3. idem-2 recreated with an empty volume: removed and added again, caught up;
 #   4. a fourth pod (the five overlay's growth): it adds itself as a voter;
 #   5. every pod restarted at once: the cluster comes back and replays the record.
+# The pods run with authentication on, as the StatefulSet's do: a credentials file (made with
+# the image's idemctl) mounted like the Secret idem-credentials, and its admin token in
+# IDEMCTL_TOKEN for the script's and the checks' idemctl calls.
 # Prints "N passed, 0 failed"; exits 1 at the first failed check; removes its containers,
 # volumes and network (IDEM_K8S_TEST_NET, default 172.29.84) at the end.
 set -euo pipefail
@@ -22,6 +25,7 @@ IMAGE="${IDEM_IMAGE:-idem:latest}"
 NET="${IDEM_K8S_TEST_NET:-172.29.84}"
 NAME=idem-k8s-start-test
 ENDPOINTS="$NET.10:7400,$NET.11:7400,$NET.12:7400,$NET.13:7400"
+AUTH="$(mktemp -d /tmp/idem-k8s-start-test-auth.XXXXXX)"
 passed=0
 
 say() { echo "k8s-start-test: $*" >&2; }
@@ -43,12 +47,19 @@ cleanup() {
     done
     docker network rm "$NAME" >/dev/null 2>&1 || true
 }
-trap cleanup EXIT
+trap 'cleanup; rm -rf "$AUTH"' EXIT
 trap 'exit 130' INT TERM
 
 docker image inspect "$IMAGE" >/dev/null 2>&1 || { say "no image $IMAGE: make image"; exit 2; }
 cleanup
 docker network create --subnet "$NET.0/24" "$NAME" >/dev/null
+
+# The Secret idem-credentials: credentials.toml with an admin token's digest, and the token.
+TOKEN="$(docker run --rm --user "$(id -u):$(id -g)" -v "$AUTH:/auth" --entrypoint idemctl "$IMAGE" \
+    -w json auth token create --credentials /auth/credentials.toml --name k8s-admin --role admin \
+    --tenant '*' | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')"
+chmod 0755 "$AUTH"
+chmod 0644 "$AUTH/credentials.toml"
 
 pod() { # ordinal: (re)creates the container of pod idem-<ordinal>
     docker rm -f "$NAME-$1" >/dev/null 2>&1 || true
@@ -59,11 +70,13 @@ pod() { # ordinal: (re)creates the container of pod idem-<ordinal>
         -e POD_NAME="idem-$1" -e POD_NAMESPACE=test -e IDEM_REGION=local \
         -e IDEM_DATA_DIR=/data -e IDEM_LOG_FORMAT=json \
         -e IDEM_SELF_ADDR="$NET.1$1" -e IDEM_CLUSTER_ENDPOINTS="$ENDPOINTS" \
+        -v "$AUTH:/etc/idem/auth:ro" -e IDEM_AUTH_CREDENTIALS=/etc/idem/auth/credentials.toml \
+        -e IDEMCTL_TOKEN="$TOKEN" \
         --entrypoint /bin/bash "$IMAGE" /scripts/idem-start.sh >/dev/null
 }
 
 ctl() {
-    docker run --rm --network "$NAME" -e IDEMCTL_ENDPOINTS="$ENDPOINTS" \
+    docker run --rm --network "$NAME" -e IDEMCTL_ENDPOINTS="$ENDPOINTS" -e IDEMCTL_TOKEN="$TOKEN" \
         -e IDEMCTL_TENANT=t -e IDEMCTL_ENV=test -e IDEMCTL_ACTOR=ops \
         -e "IDEMCTL_ENDPOINT=POST /v1/charges" --entrypoint idemctl "$IMAGE" -w json "$@"
 }

@@ -4,7 +4,9 @@
 #
 #   deploy/local/cluster.sh up 3|5 [--regions r1,r2,r3] [--tls]
 #                                                          build, configure, start, wait for health;
-#                                                          --tls: throwaway CA, TLS on API and Raft ports
+#                                                          --tls: throwaway CA, TLS on API and Raft
+#                                                          ports, authentication on (an admin client
+#                                                          certificate in the credentials file)
 #   deploy/local/cluster.sh status                         idemctl cluster status
 #   deploy/local/cluster.sh leader                         id of the current leader
 #   deploy/local/cluster.sh kill N | stop N | restart N    kill -9 | SIGTERM | stop + start
@@ -13,6 +15,9 @@
 #   deploy/local/cluster.sh logs N [-f]                    the node's log (follow with -f)
 #   deploy/local/cluster.sh env                            export IDEMCTL_ENDPOINTS=... (and, with
 #                                                          --tls, IDEMCTL_CACERT/CERT/KEY of the admin)
+#   deploy/local/cluster.sh token TENANT                   (--tls) a new worker token of TENANT: its
+#                                                          digest goes into the credentials file (the
+#                                                          nodes re-read it), the token to stdout
 #   deploy/local/cluster.sh down                           SIGTERM every node, wait
 #
 # Ports of node N (1..9): API 75N0, Raft 75N1, HTTP 75N2 (node 1: 7510/7511/7512). They never
@@ -27,6 +32,9 @@
 #   nN/removed           present once node N was removed from the group
 #   certs/               with --tls: ca.pem (+ ca-key.pem), nodeN.pem/-key.pem (API and peer
 #                        certificate of node N: localhost, 127.0.0.1), admin.pem/-key.pem
+#   credentials.toml     with --tls: the credentials file every node reads ([auth]): the
+#                        certificate name "admin" (role admin, every tenant) and the digests
+#                        of the tokens `token` created (mode 0600)
 #
 # Environment: IDEM_CLUSTER_DIR, CARGO_TARGET_DIR (as the Makefile: /var/cache/idem-target
 # when writable, else ./target), IDEM_CLUSTER_NO_BUILD=1 (use the binaries already built),
@@ -58,7 +66,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -91,6 +99,7 @@ endpoints() {
 }
 
 CERTS="$DIR/certs"
+CREDENTIALS="$DIR/credentials.toml"
 
 # True when the cluster of $DIR runs on TLS (`up --tls`).
 tls_on() {
@@ -122,16 +131,25 @@ make_node_cert() { # id
     "$IDEMCTL" cert node --dir "$CERTS" --name "node$1" --dns localhost --ip 127.0.0.1 >/dev/null
 }
 
-# The [tls] and [peer_tls] sections of node N: clients may present the admin certificate
-# (client_auth optional, so token clients work once auth is on); peers must.
+# The credentials file of a --tls cluster: the admin client certificate (its CN "admin")
+# is an administrator of every tenant; workers' tokens are added by `token`.
+make_credentials() {
+    (
+        umask 077
+        printf '[[certificate]]\nname = "admin"\nrole = "admin"\ntenants = ["*"]\n' >"$CREDENTIALS"
+    )
+    echo "credentials in $CREDENTIALS (certificate admin: role admin, every tenant)"
+}
+
+# The [tls], [peer_tls] and [auth] sections of node N: clients may present the admin
+# certificate (client_auth optional, so token clients connect too); peers must; every API
+# call needs a credential of the credentials file.
 tls_config() { # id
     local cert="$CERTS/node$1.pem" key="$CERTS/node$1-key.pem" ca="$CERTS/ca.pem"
     printf '[tls]\ncert = "%s"\nkey = "%s"\nca = "%s"\nclient_auth = "optional"\n\n' \
         "$cert" "$key" "$ca"
     printf '[peer_tls]\ncert = "%s"\nkey = "%s"\nca = "%s"\n\n' "$cert" "$key" "$ca"
-    # AUTH: with --tls the cluster is meant to run with auth on: [auth] mode = "on" and a
-    # credentials file granting the certificate name "admin" the admin role on every
-    # tenant go here once idemd reads [auth].
+    printf '[auth]\nmode = "on"\ncredentials = "%s"\n\n' "$CREDENTIALS"
 }
 
 pid_of() {
@@ -191,9 +209,11 @@ write_config() { # id join
         echo "heartbeat_interval = \"$HEARTBEAT\""
         echo "election_timeout = \"$ELECTION\""
         echo
-        echo "[auth]"
-        echo "mode = \"off\"   # a plaintext development cluster"
-        echo
+        if ! tls_on; then
+            echo "[auth]"
+            echo "mode = \"off\"   # a plaintext development cluster: anyone may call anything"
+            echo
+        fi
         echo "[cluster]"
         if [[ "$join" == true ]]; then
             echo "join = true"
@@ -299,6 +319,7 @@ cmd_up() {
     echo "TLS=$TLS" >>"$DIR/cluster.env"
     if ((TLS)); then
         make_ca
+        make_credentials
         for ((id = 1; id <= COUNT; id++)); do
             make_node_cert "$id"
         done
@@ -401,6 +422,27 @@ cmd_env() {
     fi
 }
 
+# A new worker token of one tenant: `idemctl auth token create` adds its digest to the
+# credentials file (the nodes re-read it within a second) and the token goes to stdout, alone,
+# for `TOKEN=$(cluster.sh token acme)`.
+cmd_token() {
+    local tenant="${1:?usage: token TENANT}" name out token
+    [[ "$tenant" =~ ^[A-Za-z0-9._-]{1,64}$ ]] || die "bad tenant '$tenant' (letters, digits, . _ -)"
+    load_env
+    tls_on || die "tokens need authentication: this cluster is plaintext with auth off (up 3 --tls)"
+    [[ -f "$CREDENTIALS" ]] || die "no credentials file $CREDENTIALS"
+    name="worker-$tenant-$(date -u +%Y%m%dT%H%M%S)-$RANDOM"
+    out="$("$IDEMCTL" -w json auth token create --credentials "$CREDENTIALS" \
+        --name "$name" --role worker --tenant "$tenant")"
+    chmod 600 "$CREDENTIALS"
+    token="$(sed -n 's/.*"token" *: *"\(idem_[0-9a-f]*\)".*/\1/p' <<<"$out")"
+    [[ -n "$token" ]] || die "idemctl printed no token"
+    echo "token $name: role worker, tenant $tenant (revoke: idemctl auth token revoke --credentials $CREDENTIALS --name $name)" >&2
+    # The nodes poll the file every 250 ms: give them a beat so the token works at once.
+    sleep 0.5
+    echo "$token"
+}
+
 main() {
     local command="${1:-}"
     (($#)) && shift
@@ -422,6 +464,7 @@ main() {
     remove) cmd_remove "$@" ;;
     logs) cmd_logs "$@" ;;
     env) cmd_env ;;
+    token) cmd_token "$@" ;;
     -h | --help | help) usage ;;
     *) usage ;;
     esac

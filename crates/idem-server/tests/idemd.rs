@@ -19,7 +19,14 @@ fn idemd() -> Command {
 #[test]
 fn invalid_configuration_exits_2_with_one_line_per_problem() {
     let output = idemd()
-        .args(["--sweep-batch", "0", "--write-timeout", "soon"])
+        .args([
+            "--sweep-batch",
+            "0",
+            "--write-timeout",
+            "soon",
+            "--auth",
+            "off",
+        ])
         .env("IDEM_API_ADDR", "nowhere")
         .output()
         .unwrap();
@@ -35,9 +42,37 @@ fn invalid_configuration_exits_2_with_one_line_per_problem() {
 }
 
 #[test]
+fn a_node_without_credentials_refuses_to_start_and_names_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = idemd()
+        .args(["--data-dir", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.starts_with("idemd: invalid configuration: auth.credentials: required"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--auth-credentials FILE"), "{stderr}");
+    assert!(stderr.contains("--auth off"), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
+
+#[test]
 fn print_config_shows_the_effective_configuration() {
     let output = idemd()
-        .args(["--print-config", "--node-id", "4"])
+        .args([
+            "--print-config",
+            "--node-id",
+            "4",
+            "--auth-credentials",
+            "/etc/idem/credentials.toml",
+        ])
         .env("IDEM_REGION", "eu-west")
         .output()
         .unwrap();
@@ -47,6 +82,8 @@ fn print_config_shows_the_effective_configuration() {
     assert!(text.contains("region = \"eu-west\""), "{text}");
     assert!(text.contains("api_addr = \"127.0.0.1:7400\""), "{text}");
     assert!(text.contains("[policy]"), "{text}");
+    let printed: toml::Table = text.parse().unwrap();
+    assert_eq!(printed["auth"]["mode"].as_str(), Some("on"), "{text}");
 }
 
 #[test]

@@ -25,8 +25,10 @@
 #
 # Environment (set by the StatefulSet): POD_NAME (<name>-<ordinal>; node id = ordinal + 1),
 # POD_NAMESPACE, IDEM_REGION, IDEM_ZONE (default <region>-a), IDEM_DATA_DIR,
-# IDEM_CLIENT_SERVICE (the client Service, default idem). IDEM_SELF_ADDR and
-# IDEM_CLUSTER_ENDPOINTS replace the DNS look-ups (tests, or networks with stable pod IPs).
+# IDEM_CLIENT_SERVICE (the client Service, default idem), IDEM_AUTH_CREDENTIALS (the
+# credentials file) and IDEMCTL_TOKEN (an admin token of it, for the idemctl calls below).
+# IDEM_SELF_ADDR and IDEM_CLUSTER_ENDPOINTS replace the DNS look-ups (tests, or networks with
+# stable pod IPs).
 set -euo pipefail
 
 log() { echo "idem-start: $*" >&2; }
@@ -80,8 +82,9 @@ bootstrap_with_seed() {
     local seed_dir=/tmp/idem-seed
     rm -rf "$seed_dir"
     log "no cluster answers at $endpoints: node $id bootstraps it through a seed node"
+    # The seed listens on loopback and lives for seconds: authentication off.
     idemd --node-id "$SEED_ID" --data-dir "$seed_dir" --raft-addr 127.0.0.1:7420 \
-        --api-addr 127.0.0.1:7430 --http-addr 127.0.0.1:7490 &
+        --api-addr 127.0.0.1:7430 --http-addr 127.0.0.1:7490 --auth off &
     local seed=$!
     seedctl() { IDEMCTL_ENDPOINTS=127.0.0.1:7430 idemctl --max-attempts 2 "$@"; }
     retry seedctl member list

@@ -20,11 +20,12 @@ const RELOAD_POLL: Duration = Duration::from_millis(250);
 /// Whether calls must authenticate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AuthMode {
-    /// Every call needs a credential.
-    On,
-    /// Anyone may call anything: the default until deployments carry credentials files
-    /// (docs/security.md); a development node only.
+    /// Every call needs a credential (the default: a node refuses to start without a
+    /// credentials file rather than serve anyone who reaches it).
     #[default]
+    On,
+    /// Anyone may call anything: a development node only (`make run`, tests, the plaintext
+    /// local cluster).
     Off,
 }
 

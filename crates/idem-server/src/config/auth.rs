@@ -9,7 +9,7 @@ use crate::auth::AuthMode;
 /// The `[auth]` section.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AuthConfig {
-    /// On, or off (the default for now; a development node only).
+    /// On (the default), or off (a development node only).
     pub mode: AuthMode,
     /// The credentials file; required when on.
     pub credentials: Option<PathBuf>,
@@ -54,8 +54,10 @@ pub(super) fn build(sources: &Sources<'_>, p: &mut Vec<String>) -> AuthConfig {
     let credentials = (!credentials.as_os_str().is_empty()).then_some(credentials);
     if mode == AuthMode::On && credentials.is_none() {
         p.push(
-            "auth.credentials: required while auth.mode = \"on\" (the file of tokens and client \
-             certificates allowed to call); for a development node set auth.mode = \"off\" \
+            "auth.credentials: required while auth.mode = \"on\", the default (the file of \
+             tokens and client certificates allowed to call: --auth-credentials FILE, \
+             IDEM_AUTH_CREDENTIALS; create one with `idemctl auth token create --credentials \
+             FILE ...`, docs/security.md); for a development node set auth.mode = \"off\" \
              (--auth off, IDEM_AUTH=off)"
                 .to_owned(),
         );

@@ -72,7 +72,7 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION")]
     shutdown_grace: Option<String>,
     /// Authentication of API calls: on (tokens or client certificates required) or off (a
-    /// development node only) [env: IDEM_AUTH] [default: off]
+    /// development node only) [env: IDEM_AUTH] [default: on]
     #[arg(long, value_name = "on|off")]
     auth: Option<String>,
     /// The credentials file (token digests and certificate names with their roles and

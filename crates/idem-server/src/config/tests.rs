@@ -7,13 +7,39 @@ use idem_core::Risk;
 
 use super::*;
 
+/// Loads a development node's configuration: authentication off (`IDEM_AUTH=off`) unless
+/// `env` says otherwise, so that these tests need no credentials file. The `[auth]` tests
+/// use [`load_exactly`].
 fn load(args: &[&str], env: &[(&str, &str)]) -> Result<Config, ConfigError> {
-    let env: HashMap<String, String> = env
+    let mut env: HashMap<String, String> = env
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
+    env.entry("IDEM_AUTH".to_owned())
+        .or_insert_with(|| "off".to_owned());
+    load_env(args, &env)
+}
+
+/// Loads exactly what the arguments and `env` say, as idemd does.
+fn load_exactly(args: &[&str], env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let env = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    load_env(args, &env)
+}
+
+fn load_env(args: &[&str], env: &HashMap<String, String>) -> Result<Config, ConfigError> {
     let argv = std::iter::once("idemd").chain(args.iter().copied());
     Config::load(argv, &|name| env.get(name).cloned()).map(|i| i.config)
+}
+
+/// The default configuration of a development node (authentication off).
+fn dev_default() -> Config {
+    Config {
+        auth: AuthConfig::off(),
+        ..Config::default()
+    }
 }
 
 fn problems(result: Result<Config, ConfigError>) -> Vec<String> {
@@ -32,7 +58,7 @@ fn file(text: &str) -> tempfile::NamedTempFile {
 #[test]
 fn defaults_match_the_design() {
     let config = load(&[], &[]).unwrap();
-    assert_eq!(config, Config::default());
+    assert_eq!(config, dev_default());
     assert_eq!(config.api_addr.to_string(), "127.0.0.1:7400");
     assert_eq!(config.raft_addr.to_string(), "127.0.0.1:7410");
     assert_eq!(config.http_addr.to_string(), "127.0.0.1:7480");
@@ -307,4 +333,58 @@ fn raft_config_is_valid() {
     assert_eq!(raft.heartbeat_interval, 250);
     assert_eq!(raft.election_timeout_min, 1000);
     assert_eq!(raft.election_timeout_max, 2000);
+}
+
+#[test]
+fn auth_is_on_by_default_and_needs_a_credentials_file() {
+    let lines = problems(load_exactly(&[], &[]));
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(
+        lines[0].starts_with("auth.credentials: required"),
+        "{}",
+        lines[0]
+    );
+    // The message names both ways out: a credentials file, or a development node.
+    assert!(lines[0].contains("--auth-credentials FILE"), "{}", lines[0]);
+    assert!(lines[0].contains("--auth off"), "{}", lines[0]);
+    assert_eq!(AuthConfig::default().mode, crate::auth::AuthMode::On);
+}
+
+#[test]
+fn auth_mode_and_credentials_come_from_file_env_or_flags() {
+    let f = file("[auth]\nmode = \"on\"\ncredentials = \"/etc/idem/credentials.toml\"\n");
+    let config = load_exactly(&["--config", f.path().to_str().unwrap()], &[]).unwrap();
+    assert_eq!(config.auth.mode, crate::auth::AuthMode::On);
+    assert_eq!(
+        config.auth.credentials.as_deref(),
+        Some(Path::new("/etc/idem/credentials.toml"))
+    );
+
+    let env = [("IDEM_AUTH_CREDENTIALS", "/run/creds.toml")];
+    let config = load_exactly(&[], &env).unwrap();
+    assert_eq!(
+        config.auth.credentials.as_deref(),
+        Some(Path::new("/run/creds.toml"))
+    );
+
+    let config = load_exactly(&["--auth", "off"], &[("IDEM_AUTH", "on")]).unwrap();
+    assert_eq!(config.auth, AuthConfig::off());
+
+    let lines = problems(load_exactly(&[], &[("IDEM_AUTH", "maybe")]));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("auth.mode") && l.contains("expected on or off")),
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn printed_auth_section_loads_back() {
+    let config = load_exactly(&["--auth-credentials", "/etc/idem/credentials.toml"], &[]).unwrap();
+    let printed = config.to_toml();
+    assert!(printed.contains("mode = \"on\""), "{printed}");
+    let again = file(&printed);
+    let reloaded = load_exactly(&["--config", again.path().to_str().unwrap()], &[]).unwrap();
+    assert_eq!(reloaded, config, "{printed}");
 }
