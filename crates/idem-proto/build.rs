@@ -9,7 +9,11 @@ use std::error::Error;
 use std::path::PathBuf;
 
 /// The public API files, relative to the workspace's `proto/` directory.
-const PROTOS: &[&str] = &["idem/v1/idempotency.proto", "idem/v1/admin.proto"];
+const PROTOS: &[&str] = &[
+    "idem/v1/idempotency.proto",
+    "idem/v1/admin.proto",
+    "idem/v1/backup.proto",
+];
 
 /// The node-to-node Raft transport (package `idem.raft.v1`), compiled separately so the
 /// public descriptor set stays public-only.

@@ -43,6 +43,10 @@ use crate::placement::{GroupStatus, Groups};
 use crate::transport::{Kind, Route, Transport};
 use crate::types::{FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, Reconciliation};
 
+mod backup;
+
+pub use backup::SnapshotStream;
+
 /// Longest wait budget the server honours for `Wait`.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 

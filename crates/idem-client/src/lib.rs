@@ -86,7 +86,7 @@ mod transport;
 pub mod types;
 
 pub use claim::{Claim, ClaimOutcome, ClaimRequest, Target};
-pub use client::{Client, MAX_WAIT};
+pub use client::{Client, SnapshotStream, MAX_WAIT};
 pub use credentials::BearerToken;
 pub use error::ClientError;
 pub use membership::{MemberProgress, Membership};

@@ -157,6 +157,8 @@ pub mod reason {
     /// PERMISSION_DENIED: the call needs a role the caller does not have (`operator` or
     /// `admin`).
     pub const ROLE_FORBIDDEN: &str = "ROLE_FORBIDDEN";
+    /// A backup of this cluster cannot be taken as one file (it has region groups).
+    pub const BACKUP_UNSUPPORTED: &str = "BACKUP_UNSUPPORTED";
 
     /// Every reason with its gRPC status code.
     pub const ALL: &[(&str, Code)] = &[
@@ -191,6 +193,7 @@ pub mod reason {
         (UNAUTHENTICATED, Code::Unauthenticated),
         (TENANT_FORBIDDEN, Code::PermissionDenied),
         (ROLE_FORBIDDEN, Code::PermissionDenied),
+        (BACKUP_UNSUPPORTED, Code::FailedPrecondition),
     ];
 
     /// The gRPC status code of a reason, or `None` for a reason this version does not

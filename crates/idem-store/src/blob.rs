@@ -158,14 +158,14 @@ fn same_key(ok: bool) -> Result<(), StoreError> {
 }
 
 /// A writer that hashes and counts what goes through it.
-struct Hashing<W> {
+pub(crate) struct Hashing<W> {
     inner: W,
     hasher: Sha256,
     len: u64,
 }
 
 impl<W: Write> Hashing<W> {
-    fn new(inner: W) -> Self {
+    pub(crate) fn new(inner: W) -> Self {
         Hashing {
             inner,
             hasher: Sha256::new(),
@@ -174,7 +174,7 @@ impl<W: Write> Hashing<W> {
     }
 
     /// The inner writer, the digest of everything written and its length.
-    fn finish(self) -> (W, [u8; DIGEST_LEN], u64) {
+    pub(crate) fn finish(self) -> (W, [u8; DIGEST_LEN], u64) {
         (self.inner, self.hasher.finalize().into(), self.len)
     }
 }

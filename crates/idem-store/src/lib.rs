@@ -20,6 +20,9 @@
 //! <dir>/snapshots/partial/   snapshots being built or received (emptied at open)
 //! ```
 
+mod backup;
+mod backup_error;
+mod backup_file;
 mod blob;
 mod builder;
 mod codec;
@@ -31,6 +34,7 @@ mod frames;
 mod install;
 mod log_store;
 mod reader;
+mod restore;
 mod snapshot;
 mod snapshot_file;
 mod snapshot_policy;
@@ -42,10 +46,16 @@ mod writer;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use backup::{
+    hex_digest, BackupCut, BackupHeader, BackupOrigin, BackupSummary, BACKUP_MAGIC, BACKUP_VERSION,
+};
+pub use backup_error::BackupError;
+pub use backup_file::BackupFile;
 pub use builder::SnapshotBuilder;
 pub use error::StoreError;
 pub use log_store::LogStore;
 pub use reader::StateReader;
+pub use restore::restore;
 pub use snapshot_file::SnapshotFile;
 pub use state::RocksState;
 pub use state_machine::StateMachine;

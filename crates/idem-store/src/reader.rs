@@ -107,6 +107,11 @@ impl StateReader {
         read_applied(&self.db)
     }
 
+    /// The database (for a backup's consistent cut, see the `backup` module).
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
+    }
+
     /// The last applied membership config.
     pub fn membership(&self) -> Result<StoredMembership, StoreError> {
         read_membership(&self.db)

@@ -242,7 +242,7 @@ fn check(data: &SnapshotFile) -> Result<(), StoreError> {
 }
 
 /// The Raft position of the state seen by `view`.
-fn read_meta(db: &Db, view: &rocksdb::Snapshot<'_>) -> Result<SnapshotMeta, StoreError> {
+pub(crate) fn read_meta(db: &Db, view: &rocksdb::Snapshot<'_>) -> Result<SnapshotMeta, StoreError> {
     let meta_cf = db.cf(Cf::SmMeta);
     let last_log_id: Option<LogId> = match view.get_cf(meta_cf, APPLIED)? {
         Some(bytes) => Some(codec::decode(&bytes)?),

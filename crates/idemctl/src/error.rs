@@ -32,6 +32,14 @@ pub enum CliError {
     /// The command line is unusable (beyond what clap checks), e.g. an unreadable body file.
     #[error("{0}")]
     Usage(String),
+    /// A backup could not be saved, read or restored (`idemctl snapshot`).
+    #[error("{message}")]
+    Backup {
+        /// `BACKUP_DIGEST_MISMATCH`, `NOT_A_BACKUP`, `DATA_DIR_NOT_EMPTY` or `BACKUP_FAILED`.
+        reason: &'static str,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl CliError {
@@ -40,6 +48,7 @@ impl CliError {
         match self {
             CliError::Client(e) => e.reason(),
             CliError::Usage(_) => USAGE,
+            CliError::Backup { reason, .. } => reason,
         }
     }
 
@@ -48,6 +57,7 @@ impl CliError {
         match self {
             CliError::Client(e) => e.message(),
             CliError::Usage(message) => message,
+            CliError::Backup { message, .. } => message,
         }
     }
 
@@ -55,7 +65,7 @@ impl CliError {
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             CliError::Client(e) => e.retry_after(),
-            CliError::Usage(_) => None,
+            CliError::Usage(_) | CliError::Backup { .. } => None,
         }
     }
 
@@ -67,7 +77,23 @@ impl CliError {
             }
             CliError::Client(ClientError::Unavailable { .. })
             | CliError::Client(ClientError::OutcomeUnknown { .. }) => EXIT_UNAVAILABLE,
-            CliError::Client(_) => EXIT_REJECTED,
+            CliError::Client(_) | CliError::Backup { .. } => EXIT_REJECTED,
+        }
+    }
+}
+
+impl From<idem_store::BackupError> for CliError {
+    fn from(error: idem_store::BackupError) -> Self {
+        use idem_store::BackupError;
+        let reason = match &error {
+            BackupError::Digest { .. } => "BACKUP_DIGEST_MISMATCH",
+            BackupError::Format(_) => "NOT_A_BACKUP",
+            BackupError::NotEmpty(_) => "DATA_DIR_NOT_EMPTY",
+            _ => "BACKUP_FAILED",
+        };
+        CliError::Backup {
+            reason,
+            message: error.to_string(),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The public gRPC API of a node: `idem.v1.Idempotency` and `idem.v1.Admin`.
+//! The public gRPC API of a node: `idem.v1.Idempotency`, `idem.v1.Admin` and `idem.v1.Backup`.
 //!
 //! The services only translate and decide visibility; the semantics live in `idem-core` and
 //! reach them through a [`Backend`]. Every handler runs inside a span named after its method
@@ -10,6 +10,7 @@
 //! top of [`crate::backend`] and never the other way round.
 
 mod admin;
+mod backup;
 mod batch;
 pub mod decode;
 pub mod encode;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub use admin::AdminService;
+pub use backup::BackupService;
 pub use batch::MAX_BATCH_CALLS;
 pub use idempotency::{claim_response, IdempotencyService};
 pub use limit::request_too_large_layer;

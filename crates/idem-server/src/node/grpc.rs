@@ -1,11 +1,12 @@
-//! The public gRPC port: Idempotency, Admin, gRPC health and reflection, and the task that
-//! keeps the health status in step with Raft.
+//! The public gRPC port: Idempotency, Admin, Backup, gRPC health and reflection, and the task
+//! that keeps the health status in step with Raft.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use idem_proto::v1::admin_server::AdminServer;
+use idem_proto::v1::backup_server::BackupServer;
 use idem_proto::v1::idempotency_server::IdempotencyServer;
 use openraft::async_runtime::WatchReceiver;
 use tokio::net::TcpListener;
@@ -16,9 +17,12 @@ use tonic_health::ServingStatus;
 
 use super::error::NodeError;
 use super::listen::incoming;
-use crate::api::{request_too_large_layer, AdminService, ApiContext, IdempotencyService};
+use crate::api::{
+    request_too_large_layer, AdminService, ApiContext, BackupService, IdempotencyService,
+};
 use crate::auth::AuthLayer;
 use crate::config::Config;
+use crate::groups::GroupSet;
 use crate::limits::AdmissionLayer;
 use crate::replica::Raft;
 use crate::tls::{identity_layer, port_incoming, ReloadingTls, TlsSource};
@@ -33,6 +37,7 @@ pub(super) fn spawn_grpc(
     config: &Config,
     ctx: Arc<ApiContext>,
     auth: AuthLayer,
+    groups: GroupSet,
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(GrpcTask, tonic_health::server::HealthReporter), NodeError> {
@@ -40,6 +45,8 @@ pub(super) fn spawn_grpc(
     let admission = AdmissionLayer::new(config.limits.max_in_flight, Arc::clone(&ctx.metrics));
     let limit = config.max_request_bytes;
     let idempotency = IdempotencyServer::new(IdempotencyService::new(Arc::clone(&ctx)))
+        .max_decoding_message_size(limit);
+    let backup = BackupServer::new(BackupService::new(Arc::clone(&ctx), groups, config.node_id))
         .max_decoding_message_size(limit);
     let admin = AdminServer::new(AdminService::new(ctx)).max_decoding_message_size(limit);
     let (reporter, health) = tonic_health::server::health_reporter();
@@ -66,6 +73,7 @@ pub(super) fn spawn_grpc(
         .layer(auth)
         .add_service(idempotency)
         .add_service(admin)
+        .add_service(backup)
         .add_service(health)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)

@@ -163,7 +163,14 @@ impl Node {
         });
 
         let auth_layer = AuthLayer::new(authenticator.clone());
-        let (grpc, health) = spawn_grpc(&config, ctx, auth_layer, api_listener, shutdown.clone())?;
+        let (grpc, health) = spawn_grpc(
+            &config,
+            ctx,
+            auth_layer,
+            groups.clone(),
+            api_listener,
+            shutdown.clone(),
+        )?;
         let http = tokio::spawn(http::serve(
             http_listener,
             http::router(HttpState {

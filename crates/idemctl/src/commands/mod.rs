@@ -12,6 +12,7 @@ mod cluster;
 mod op;
 mod read;
 mod regions;
+mod snapshot;
 mod worker;
 
 use idem_client::{Client, ClientError, ClientOptions, RetryPolicy, Target, TlsOptions};
@@ -19,7 +20,7 @@ use idem_core::{ErrorSummary, IdempotencyKey, OperationId, RecordKey, Scope, Sto
 
 use crate::cli::{
     AuthCommand, Cli, ClusterCommand, Command, ErrorArgs, FailoverCommand, KeyArgs, LeaderCommand,
-    MemberCommand, OpCommand, RegionCommand, ResultArgs, TenantCommand,
+    MemberCommand, OpCommand, RegionCommand, ResultArgs, SnapshotCommand, TenantCommand,
 };
 use crate::error::CliError;
 use crate::output::Doc;
@@ -31,6 +32,9 @@ pub async fn run(cli: Cli) -> Result<Doc, CliError> {
     }
     if let Command::Auth(AuthCommand::Token(command)) = &cli.command {
         return auth::run(command);
+    }
+    if let Command::Snapshot(SnapshotCommand::Restore(args)) = &cli.command {
+        return snapshot::restore(args);
     }
     let client = connect(&cli)?;
     match cli.command {
@@ -48,7 +52,8 @@ pub async fn run(cli: Cli) -> Result<Doc, CliError> {
         Command::Op(OpCommand::List(args)) => op::list(&client, args).await,
         Command::Op(OpCommand::Reconcile(args)) => op::reconcile(&client, args).await,
         Command::Purge(args) => admin::purge(&client, args).await,
-        Command::Cert(_) | Command::Auth(_) => {
+        Command::Snapshot(SnapshotCommand::Save(args)) => snapshot::save(&client, &args.file).await,
+        Command::Cert(_) | Command::Auth(_) | Command::Snapshot(SnapshotCommand::Restore(_)) => {
             unreachable!("answered above, without a connection")
         }
         Command::Status => admin::status(&client).await,
