@@ -51,5 +51,6 @@ pub fn result(resource: &str) -> StoredResult {
         resource_version: "1".into(),
         fields: [("amount".to_string(), "1000".to_string())].into(),
         purged: false,
+        body: None,
     }
 }

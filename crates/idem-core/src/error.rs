@@ -58,6 +58,12 @@ pub enum Field {
     Limit,
     /// A region name.
     Region,
+    /// `result.body` (stored verbatim).
+    ResultBody,
+    /// `result.content_type` (of a body stored verbatim).
+    ResultContentType,
+    /// `result.result_version`.
+    ResultVersion,
 }
 
 impl Field {
@@ -88,6 +94,9 @@ impl Field {
             Field::Admin => "admin",
             Field::Limit => "limit",
             Field::Region => "region",
+            Field::ResultBody => "result.body",
+            Field::ResultContentType => "result.content_type",
+            Field::ResultVersion => "result.result_version",
         }
     }
 
@@ -104,6 +113,9 @@ impl Field {
             | Field::ResultFieldName
             | Field::ResultFieldValue
             | Field::ResultFields
+            | Field::ResultBody
+            | Field::ResultContentType
+            | Field::ResultVersion
             | Field::ErrorCode
             | Field::ErrorMessage => "INVALID_RESULT",
             Field::OperationId

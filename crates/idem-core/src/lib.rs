@@ -35,7 +35,9 @@ pub use operation_id::OperationId;
 pub use outcome::{ClaimKind, ClaimOutcome, Outcome, Rejection};
 pub use placement::Placement;
 pub use policy::{Policy, Risk};
-pub use record::{ErrorSummary, Holder, Lease, Record, RecordKey, Stage, State, StoredResult};
+pub use record::{
+    ErrorSummary, Holder, Lease, Record, RecordKey, Stage, State, StoredBody, StoredResult,
+};
 pub use scope::Scope;
 pub use store::{MemoryStore, StateStore};
 pub use time::Timestamp;

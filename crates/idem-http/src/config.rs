@@ -17,6 +17,13 @@ use idem_core::Risk;
 use crate::replay::Render;
 use crate::route::{RouteTemplate, TemplateError};
 
+/// Room kept in a record's `max_result_bytes` for the rest of a result (status, resource,
+/// fields, replayed headers) next to a verbatim body.
+pub const RESULT_ROOM: usize = 16 * 1024;
+
+/// The largest `store_body`: idem's largest record limit less [`RESULT_ROOM`].
+pub const MAX_STORED_BODY: usize = idem_core::policy::MAX_RESULT_BYTES as usize - RESULT_ROOM;
+
 /// The authenticated caller, put in the request extensions by the service's authentication
 /// layer (which runs before this one). The default source of the tenant and the actor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,6 +139,12 @@ pub struct RoutePolicy {
     pub handler_timeout: Option<Duration>,
     /// How a replayed result's body is rendered (default: [`crate::replay::JsonRender`]).
     pub render: Option<Arc<dyn Render>>,
+    /// Opt-in: keep the first answer's body and content type verbatim, up to this many
+    /// bytes (at most [`MAX_STORED_BODY`]), and replay them instead of calling `render`.
+    /// The record's `max_result_bytes` is raised to fit. A body of unknown length (a
+    /// stream) or above the limit is not kept: that replay is rendered. `None` (default):
+    /// nothing of the body is stored.
+    pub store_body: Option<usize>,
     /// The largest request body accepted, in bytes (default 1 MiB, the fingerprint limit).
     pub max_body_bytes: usize,
 }
@@ -150,6 +163,7 @@ impl Default for RoutePolicy {
             reconciliation_status: StatusCode::CONFLICT,
             handler_timeout: None,
             render: None,
+            store_body: None,
             max_body_bytes: idem_core::fingerprint::jcs::DEFAULT_MAX_BYTES,
         }
     }
@@ -164,6 +178,7 @@ impl fmt::Debug for RoutePolicy {
             .field("in_flight", &self.in_flight)
             .field("fingerprint", &self.fingerprint)
             .field("render", &self.render.is_some())
+            .field("store_body", &self.store_body)
             .finish_non_exhaustive()
     }
 }

@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use tower::{BoxError, Service};
 use tracing::Instrument;
 
-use crate::config::{Config, InFlight, PrincipalPart, RoutePolicy};
+use crate::config::{Config, InFlight, PrincipalPart, RoutePolicy, MAX_STORED_BODY, RESULT_ROOM};
 use crate::fingerprint::canonical_request;
 use crate::key::{parse_key, KeyError};
 use crate::ledger::Ledger;
@@ -212,6 +212,11 @@ impl Protected {
         let mut claim = claim.risk(self.policy.risk).lease(self.policy.lease);
         if let Some(retention) = self.policy.retention {
             claim = claim.retention(retention);
+        }
+        if let Some(limit) = self.policy.store_body {
+            // Room for the verbatim body next to the rest of the result.
+            let bytes = limit.min(MAX_STORED_BODY) + RESULT_ROOM;
+            claim = claim.max_result_bytes(u32::try_from(bytes).unwrap_or(u32::MAX));
         }
         Ok((claim, bytes))
     }

@@ -18,7 +18,8 @@
 //!
 //! Answers the layer makes itself are RFC 9457 problem objects ([`problem`]); replays carry
 //! the stored status, the route's allow-listed headers and `Idempotent-Replayed: true`, with
-//! a body the service re-renders from the stored resource reference ([`replay`]).
+//! a body the service re-renders from the stored resource reference ([`replay`]), or on
+//! routes that opt in (`RoutePolicy::store_body`) the first answer's body stored verbatim.
 //!
 //! Keys and bodies are never logged: spans carry the key's hash.
 

@@ -4,7 +4,10 @@
 //! of the lease and an optional time budget; a panic is caught. Whatever happened, the
 //! record is settled before the answer leaves: completed or failed terminally from the
 //! handler's answer, released when nothing irreversible began, failed retryably when an
-//! external call may have happened, so a retry takes over told the stage.
+//! external call may have happened, so a retry takes over told the stage. On a route that
+//! stores bodies verbatim, a completed answer's body is read into memory first (only when
+//! its length is known and within the route's limit) so that the stored result and the
+//! answer sent are the same bytes.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -13,12 +16,14 @@ use std::time::Duration;
 use axum::body::Body;
 use futures::FutureExt;
 use http::{HeaderMap, Request, Response, StatusCode};
+use http_body::Body as _;
+use http_body_util::{BodyExt, Limited};
 use idem_client::{ClientError, FailureKind, Target};
-use idem_core::ErrorSummary;
+use idem_core::{ErrorSummary, StoredBody};
 use tokio::time::Instant;
 use tower::Service;
 
-use crate::config::RoutePolicy;
+use crate::config::{RoutePolicy, MAX_STORED_BODY};
 use crate::flow::{record, Answer, Shared};
 use crate::ledger::Ledger;
 use crate::outcome::{settle_retryable, settle_status, Settle};
@@ -116,6 +121,17 @@ impl Owner {
     async fn settle_response(&self, response: Response<Body>) -> Response<Body> {
         let status = response.status();
         let settle = settle_status(status, &self.policy, self.ledger.stage());
+        let (response, body) = match (settle, self.policy.store_body) {
+            (Settle::Complete, Some(limit)) => match keep_body(response, limit).await {
+                Ok(kept) => kept,
+                Err(problem) => {
+                    self.settle(settle_retryable(self.ledger.stage()), 500, None, None)
+                        .await;
+                    return problem.into_response();
+                }
+            },
+            _ => (response, None),
+        };
         let headers = response.headers().clone();
         let extensions = response.extensions();
         let resource = extensions.get::<Resource>().cloned();
@@ -123,6 +139,7 @@ impl Owner {
         let captured = Captured {
             headers: &headers,
             resource: resource.as_ref(),
+            body: body.as_ref(),
         };
         self.settle(settle, status.as_u16(), Some(captured), failure.as_ref())
             .await;
@@ -176,7 +193,8 @@ impl Owner {
     ) -> Result<(), ClientError> {
         let empty = HeaderMap::new();
         let (headers, resource) = captured.map_or((&empty, None), |c| (c.headers, c.resource));
-        let result = capture(status, headers, resource, &self.policy.replay_headers);
+        let mut result = capture(status, headers, resource, &self.policy.replay_headers);
+        result.body = captured.and_then(|c| c.body.cloned());
         let client = &self.shared.client;
         match client.complete(&self.target, self.fence, &result).await {
             // Fields the store refuses (too large, bad names) must not leave the record
@@ -216,4 +234,45 @@ impl Owner {
 struct Captured<'a> {
     headers: &'a HeaderMap,
     resource: Option<&'a Resource>,
+    body: Option<&'a StoredBody>,
+}
+
+/// Reads a completed answer's body to store it verbatim, when its length is known and at
+/// most `limit` (clamped to [`MAX_STORED_BODY`]); the answer is rebuilt from the same
+/// bytes. Otherwise the answer passes on untouched and nothing of its body is stored (its
+/// replay is rendered). A body that fails while read is a `500 handler-failed`.
+async fn keep_body(
+    response: Response<Body>,
+    limit: usize,
+) -> Result<(Response<Body>, Option<StoredBody>), Problem> {
+    let limit = limit.min(MAX_STORED_BODY);
+    let known = response.body().size_hint().exact();
+    if known.is_none_or(|len| len > u64::try_from(limit).unwrap_or(u64::MAX)) {
+        tracing::debug!(length = ?known, limit, "answer body not stored (length unknown or over the limit)");
+        return Ok((response, None));
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) => {
+            tracing::warn!(%error, "the answer's body failed while read");
+            let detail = "the answer's body could not be read; retry with the same key";
+            return Err(Problem::new(
+                ProblemKind::HandlerFailed,
+                "HANDLER_FAILED",
+                detail,
+            ));
+        }
+    };
+    let content_type = parts
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let stored = StoredBody {
+        content_type,
+        bytes: bytes.to_vec(),
+    };
+    Ok((Response::from_parts(parts, Body::from(bytes)), Some(stored)))
 }

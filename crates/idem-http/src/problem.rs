@@ -51,6 +51,9 @@ pub enum ProblemKind {
     HandlerPanicked,
     /// The handler ran past the route's time budget; the record allows a retry (504).
     HandlerTimeout,
+    /// The handler's answer body failed while the layer read it to store it verbatim; the
+    /// record allows a retry (500).
+    HandlerFailed,
     /// Replay of a stored terminal failure (the stored status).
     ReplayedFailure,
 }
@@ -74,6 +77,7 @@ impl ProblemKind {
             ProblemKind::Cancelled => "cancelled",
             ProblemKind::HandlerPanicked => "handler-panicked",
             ProblemKind::HandlerTimeout => "handler-timeout",
+            ProblemKind::HandlerFailed => "handler-failed",
             ProblemKind::ReplayedFailure => "replayed-failure",
         }
     }
@@ -95,7 +99,7 @@ impl ProblemKind {
             ProblemKind::RegionFailover | ProblemKind::StoreUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
-            ProblemKind::StoreError | ProblemKind::HandlerPanicked => {
+            ProblemKind::StoreError | ProblemKind::HandlerPanicked | ProblemKind::HandlerFailed => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
             ProblemKind::HandlerTimeout => StatusCode::GATEWAY_TIMEOUT,
@@ -121,6 +125,7 @@ impl ProblemKind {
             ProblemKind::Cancelled => "Operation cancelled",
             ProblemKind::HandlerPanicked => "Internal error",
             ProblemKind::HandlerTimeout => "Request timed out",
+            ProblemKind::HandlerFailed => "The answer could not be completed",
             ProblemKind::ReplayedFailure => "Replayed failure",
         }
     }
@@ -276,6 +281,7 @@ mod tests {
             ProblemKind::Cancelled,
             ProblemKind::HandlerPanicked,
             ProblemKind::HandlerTimeout,
+            ProblemKind::HandlerFailed,
             ProblemKind::ReplayedFailure,
         ];
         let uris: HashSet<String> = kinds.iter().map(|k| k.type_uri()).collect();

@@ -7,10 +7,12 @@
 //! from the resource reference ([`Render`]): nothing sensitive (one-time secrets, signed
 //! URLs, personal data) is kept in idem, and the replay shows the resource as it is now.
 //!
-//! Storing the body verbatim is the other mode the draft allows; it needs a bounded body and
-//! its content type in idem's stored result, which the wire format does not carry yet. When
-//! it does, it plugs in here: [`capture`] keeps the body, [`replay_response`] sends it
-//! instead of calling the renderer.
+//! Storing the body verbatim is the other mode the draft allows, for routes that opt in
+//! (`RoutePolicy::store_body`: their answer cannot be re-rendered, and they accept keeping
+//! it in idem): the result then carries the body and its content type (result version 1,
+//! bounded by the record's `max_result_bytes`), and [`replay_response`] sends them back
+//! unchanged instead of calling the renderer. A result without a body (every default
+//! route, every record written before, a purged subject) is still re-rendered.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -19,7 +21,7 @@ use std::pin::Pin;
 use axum::body::Body;
 use axum::response::{IntoResponseParts, ResponseParts};
 use http::{HeaderMap, HeaderName, HeaderValue, Response, StatusCode};
-use idem_core::{ErrorSummary, OperationId, StoredResult};
+use idem_core::{ErrorSummary, OperationId, StoredBody, StoredResult};
 
 use crate::problem::{Problem, ProblemKind};
 
@@ -224,8 +226,9 @@ pub fn parse_failure(error: &ErrorSummary) -> (StatusCode, Failure) {
     )
 }
 
-/// The replayed answer of a stored result: the renderer's body with the stored status and
-/// headers and `Idempotent-Replayed: true`.
+/// The replayed answer of a stored result: the stored body (verbatim, with its content
+/// type) or else the renderer's, with the stored status and headers and
+/// `Idempotent-Replayed: true`.
 pub async fn replay_response(
     result: StoredResult,
     operation_id: OperationId,
@@ -247,13 +250,18 @@ pub async fn replay_response(
             }
         }
     }
-    let replay = Replay {
-        status,
-        operation_id,
-        resource,
-        purged: result.purged,
+    let mut response = match result.body {
+        Some(body) => verbatim(body),
+        None => {
+            let replay = Replay {
+                status,
+                operation_id,
+                resource,
+                purged: result.purged,
+            };
+            render.render(replay).await
+        }
     };
-    let mut response = render.render(replay).await;
     *response.status_mut() = status;
     response.headers_mut().extend(headers);
     mark_replayed(&mut response);
@@ -276,6 +284,19 @@ pub async fn replay_failure(
         .await;
     *response.status_mut() = status;
     mark_replayed(&mut response);
+    response
+}
+
+/// A stored body as it was sent: its bytes and content type (none when it had none).
+fn verbatim(body: StoredBody) -> Response<Body> {
+    let mut response = Response::new(Body::from(body.bytes));
+    if let Ok(value) = HeaderValue::try_from(body.content_type) {
+        if !value.is_empty() {
+            response
+                .headers_mut()
+                .insert(http::header::CONTENT_TYPE, value);
+        }
+    }
     response
 }
 
@@ -320,6 +341,43 @@ mod tests {
         assert_eq!(json["version"], "3");
         assert_eq!(json["amount"], "1000");
         assert!(json.get("hdr.location").is_none());
+    }
+
+    #[tokio::test]
+    async fn stored_bodies_replay_verbatim_without_the_renderer() {
+        struct Refuse;
+        impl Render for Refuse {
+            fn render(&self, _: Replay) -> RenderFuture {
+                panic!("a stored body must not be re-rendered")
+            }
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert("location", HeaderValue::from_static("/v1/quotes/q_1"));
+        let mut stored = capture(
+            StatusCode::CREATED,
+            &headers,
+            Some(&Resource::new("q_1")),
+            &[http::header::LOCATION],
+        );
+        stored.body = Some(StoredBody {
+            content_type: "text/csv; charset=utf-8".into(),
+            bytes: b"id,price\nq_1,12.50\n".to_vec(),
+        });
+        assert!(stored.validate().is_ok());
+        let response = replay_response(stored.clone(), op(), &Refuse).await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        assert_eq!(
+            response.headers()["content-type"],
+            "text/csv; charset=utf-8"
+        );
+        assert_eq!(response.headers()["location"], "/v1/quotes/q_1");
+        assert_eq!(response.headers()[IDEMPOTENT_REPLAYED], "true");
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"id,price\nq_1,12.50\n");
+        // An answer without a content type replays without one.
+        stored.body = Some(StoredBody::default());
+        let response = replay_response(stored, op(), &Refuse).await;
+        assert!(response.headers().get("content-type").is_none());
     }
 
     #[tokio::test]

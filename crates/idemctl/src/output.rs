@@ -261,10 +261,16 @@ pub fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// A stored result: status code, resource, fields (sorted), purged flag.
+/// A stored result: status code, resource, fields (sorted), purged flag, version, and of a
+/// verbatim body its content type and size (never its bytes: they may be personal data).
 pub fn result_doc(result: &StoredResult) -> Doc {
     let fields = result.fields.iter().fold(Doc::new(), |doc, (name, value)| {
         doc.with(name, value.as_str())
+    });
+    let body = result.body.as_ref().map(|body| {
+        Doc::new()
+            .with("content_type", body.content_type.as_str())
+            .with("bytes", u64::try_from(body.bytes.len()).unwrap_or(u64::MAX))
     });
     Doc::new()
         .with("status_code", result.status_code)
@@ -272,6 +278,8 @@ pub fn result_doc(result: &StoredResult) -> Doc {
         .with("resource_version", result.resource_version.as_str())
         .with("fields", fields)
         .with("purged", result.purged)
+        .with("result_version", result.version())
+        .with_some("body", body)
 }
 
 /// A stored error summary.

@@ -31,8 +31,11 @@ pub const PROVIDER_DEADLINE: Duration = Duration::from_secs(2);
 
 /// The policy of `POST /v1/charges`: HIGH risk (an unknown provider outcome is never
 /// guessed), duplicates held up to 5 s, a lease renewed while the provider is slow.
-pub fn charge_policy(charges: Arc<Charges>) -> RoutePolicy {
+/// Replays are re-rendered from the charge, unless `store_body` opts in to storing the
+/// first answer verbatim (up to that many bytes).
+pub fn charge_policy(charges: Arc<Charges>, store_body: Option<usize>) -> RoutePolicy {
     RoutePolicy {
+        store_body,
         risk: Risk::High,
         lease: Duration::from_secs(10),
         in_flight: InFlight::Wait(Duration::from_secs(5)),
@@ -43,11 +46,22 @@ pub fn charge_policy(charges: Arc<Charges>) -> RoutePolicy {
 }
 
 /// The service's router: the layer through `idem`, charging through the provider at
-/// `provider_base`, in scope environment `environment`.
+/// `provider_base`, in scope environment `environment`; replays re-rendered.
 pub fn app(idem: Client, provider_base: &str, environment: &str) -> Router {
+    app_with(idem, provider_base, environment, None)
+}
+
+/// [`app`], with the charge answers stored verbatim up to `store_body` bytes when set.
+pub fn app_with(
+    idem: Client,
+    provider_base: &str,
+    environment: &str,
+    store_body: Option<usize>,
+) -> Router {
     let charges = Charges::new(ProviderClient::new(provider_base, PROVIDER_DEADLINE));
+    let policy = charge_policy(charges.clone(), store_body);
     let config = Config::new(environment)
-        .route(Method::POST, "/v1/charges", charge_policy(charges.clone()))
+        .route(Method::POST, "/v1/charges", policy)
         .expect("a valid route template");
     Router::new()
         .route("/v1/charges", post(charges::create))

@@ -32,6 +32,10 @@ struct Args {
     /// The scope environment of the records.
     #[arg(long, default_value = "test")]
     environment: String,
+    /// Store each charge answer verbatim (up to this many bytes) and replay it byte for
+    /// byte, instead of re-rendering replays from the charge (the default).
+    #[arg(long, value_name = "BYTES")]
+    store_body: Option<usize>,
 }
 
 #[tokio::main]
@@ -45,7 +49,7 @@ async fn main() -> anyhow::Result<()> {
     let idem = Client::connect(args.idem.clone(), ClientOptions::default())?;
     let provider = Arc::new(Provider::default()).router();
     let provider_base = format!("http://{}", args.provider_listen);
-    let app = payments::app(idem, &provider_base, &args.environment);
+    let app = payments::app_with(idem, &provider_base, &args.environment, args.store_body);
     tracing::info!(listen = %args.listen, provider = %args.provider_listen, idem = ?args.idem, "payments up");
     tokio::try_join!(
         payments::serve(args.provider_listen, provider),

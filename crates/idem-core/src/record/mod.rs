@@ -1,16 +1,20 @@
 //! The record: everything the store knows about one `(scope, key)`.
 
+mod body;
 mod key;
 mod lease;
 mod result;
+mod result_codec;
 mod stage;
 mod state;
 
+pub use body::{StoredBody, MAX_CONTENT_TYPE};
 pub use key::RecordKey;
 pub use lease::{Holder, Lease, MAX_HOLDER};
 pub use result::{
     ErrorSummary, StoredResult, MAX_ERROR_CODE, MAX_ERROR_MESSAGE, MAX_FIELDS, MAX_FIELD_NAME,
-    MAX_FIELD_VALUE, MAX_RESOURCE_ID, MAX_RESOURCE_VERSION,
+    MAX_FIELD_VALUE, MAX_RESOURCE_ID, MAX_RESOURCE_VERSION, RESULT_VERSION_BODY,
+    RESULT_VERSION_FIELDS,
 };
 pub use stage::Stage;
 pub use state::State;

@@ -2,12 +2,15 @@
 //!
 //! Full responses carry short-lived signed URLs, personal data and presentation fields
 //! that change; the store keeps the status code, the resource reference and a few stable
-//! fields, bounded in size. One-time secrets never belong here.
+//! fields, bounded in size. One-time secrets never belong here. Routes that cannot
+//! re-render a replay may opt in to storing the body verbatim ([`StoredBody`], result
+//! version 1); the storage encoding keeps version-0 records readable (`result_codec`).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::body::StoredBody;
 use crate::error::{check_free_text, check_len, check_text, Field, ValidationError};
 
 /// Longest resource id.
@@ -24,9 +27,13 @@ pub const MAX_FIELD_VALUE: usize = 1024;
 pub const MAX_ERROR_CODE: usize = 64;
 /// Longest error message.
 pub const MAX_ERROR_MESSAGE: usize = 1024;
+/// Result version 0: status, resource reference and fields; a replay is re-rendered.
+pub const RESULT_VERSION_FIELDS: u32 = 0;
+/// Result version 1: version 0 plus a body (and content type) stored verbatim.
+pub const RESULT_VERSION_BODY: u32 = 1;
 
-/// A stored successful result.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A stored successful result (its storage encoding is in `result_codec`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct StoredResult {
     /// The status code to replay (100..=599).
     pub status_code: u16,
@@ -38,6 +45,9 @@ pub struct StoredResult {
     pub fields: BTreeMap<String, String>,
     /// True once the subject's derived data was purged: fields are gone, the tombstone stays.
     pub purged: bool,
+    /// The first answer's body, kept verbatim for routes that opt in; `None` (version 0)
+    /// means the replay is re-rendered from the resource reference.
+    pub body: Option<StoredBody>,
 }
 
 impl StoredResult {
@@ -71,12 +81,24 @@ impl StoredResult {
             )?;
             check_free_text(Field::ResultFieldValue, value, 0, MAX_FIELD_VALUE)?;
         }
-        Ok(())
+        self.body.as_ref().map_or(Ok(()), StoredBody::validate)
     }
 
-    /// Removes derived, possibly personal data, keeping the status and resource reference.
+    /// The result's version: [`RESULT_VERSION_BODY`] with a verbatim body, else
+    /// [`RESULT_VERSION_FIELDS`].
+    pub fn version(&self) -> u32 {
+        if self.body.is_some() {
+            RESULT_VERSION_BODY
+        } else {
+            RESULT_VERSION_FIELDS
+        }
+    }
+
+    /// Removes derived, possibly personal data (the fields and a verbatim body, the most
+    /// personal part of a response), keeping the status and resource reference.
     pub fn scrub(&mut self) {
         self.fields.clear();
+        self.body = None;
         self.purged = true;
     }
 }

@@ -131,6 +131,7 @@ impl<S: StateStore> Harness<S> {
             resource_version: "1".into(),
             fields: [("amount".to_string(), "1000".to_string())].into(),
             purged: false,
+            body: None,
         }
     }
 

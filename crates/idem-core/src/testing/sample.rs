@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use crate::fingerprint::Fingerprint;
 use crate::{
-    IdempotencyKey, Policy, Record, RecordKey, Risk, Scope, Stage, State, StoredResult, Timestamp,
+    IdempotencyKey, Policy, Record, RecordKey, Risk, Scope, Stage, State, StoredBody, StoredResult,
+    Timestamp,
 };
 
 /// A COMPLETED high-risk charge with a stored result, a remote reference and a retention end.
@@ -33,6 +34,10 @@ pub fn completed_record() -> Record {
             resource_version: "v1".into(),
             fields: BTreeMap::from([("amount".into(), "100".into())]),
             purged: false,
+            body: Some(StoredBody {
+                content_type: "application/json".into(),
+                bytes: br#"{"id":"ch_1"}"#.to_vec(),
+            }),
         }),
         error: None,
         created_at: Timestamp(1_000),

@@ -356,7 +356,18 @@ pub fn result_too_large_is_refused<S: StateStore>(store: S) {
     }
     rejected(h.complete(&key, fence, big), "RESULT_TOO_LARGE");
     assert_eq!(h.record(&key).unwrap(), before);
-    updated(h.complete(&key, fence, Harness::<S>::result("ch_1")));
+    // A verbatim body counts with the rest of the result.
+    let body = |len: usize| StoredResult {
+        body: Some(crate::StoredBody {
+            content_type: "text/plain".into(),
+            bytes: vec![b'x'; len],
+        }),
+        ..Harness::<S>::result("ch_1")
+    };
+    rejected(h.complete(&key, fence, body(256)), "RESULT_TOO_LARGE");
+    assert_eq!(h.record(&key).unwrap(), before);
+    let done = updated(h.complete(&key, fence, body(64)));
+    assert_eq!(done.result, Some(body(64)));
 }
 
 /// Apply uses max(stamp, last stamp): a late, lower stamp cannot re-open a lease window.
@@ -533,7 +544,14 @@ pub fn purge_scrubs_subject_and_keeps_tombstone<S: StateStore>(store: S) {
     let other_tenant = Harness::<S>::target_for("globex", "alice", "k1");
     for key in [&mine, &theirs, &other_tenant] {
         let f = h.acquire(key, "w");
-        updated(h.complete(key, f, Harness::<S>::result("ch")));
+        let result = StoredResult {
+            body: Some(crate::StoredBody {
+                content_type: "application/json".into(),
+                bytes: br#"{"card":"4242"}"#.to_vec(),
+            }),
+            ..Harness::<S>::result("ch")
+        };
+        updated(h.complete(key, f, result));
     }
     let f = h.acquire(&failed, "w");
     updated(h.fail(&failed, f, false));
@@ -541,14 +559,15 @@ pub fn purge_scrubs_subject_and_keeps_tombstone<S: StateStore>(store: S) {
     assert_eq!(purged, (2, None));
     let record = h.record(&mine).unwrap();
     let result = record.result.clone().unwrap();
-    assert!(result.purged && result.fields.is_empty());
+    assert!(result.purged && result.fields.is_empty() && result.body.is_none());
     assert_eq!(
         (result.status_code, result.resource_id.as_str()),
         (201, "ch")
     );
     assert_eq!(h.record(&failed).unwrap().error.unwrap().message, "");
     for key in [&theirs, &other_tenant] {
-        assert!(!h.record(key).unwrap().result.unwrap().purged);
+        let kept = h.record(key).unwrap().result.unwrap();
+        assert!(!kept.purged && kept.body.is_some());
     }
     let replay = h.claim_expect(&mine, BODY_A, "w2", ClaimKind::Completed);
     assert_eq!(replay.record.operation_id, record.operation_id);

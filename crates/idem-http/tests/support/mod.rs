@@ -202,6 +202,8 @@ pub struct Answer {
     pub headers: http::HeaderMap,
     /// The body as JSON (`Null` when it is not JSON).
     pub json: serde_json::Value,
+    /// The body's bytes.
+    pub body: Bytes,
 }
 
 impl Answer {
@@ -275,6 +277,7 @@ impl Call {
             status: parts.status,
             headers: parts.headers,
             json: serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+            body: bytes,
         }
     }
 }

@@ -22,7 +22,11 @@ mod record;
 use std::time::Duration;
 
 use idem_core::fingerprint::{jcs, CanonicalRequest, Fingerprint, FingerprintError, RequestBody};
-use idem_core::{ClaimKind, ErrorSummary, Risk, Scope, Stage, State, StoredResult, Timestamp};
+use idem_core::record::{RESULT_VERSION_BODY, RESULT_VERSION_FIELDS};
+use idem_core::{
+    ClaimKind, ErrorSummary, Field, Risk, Scope, Stage, State, StoredBody, StoredResult, Timestamp,
+    ValidationError,
+};
 
 use crate::reason;
 use crate::v1;
@@ -102,12 +106,24 @@ pub fn result_to_proto(result: &StoredResult) -> v1::StoredResult {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         purged: result.purged,
+        body: result
+            .body
+            .as_ref()
+            .map(|b| b.bytes.clone())
+            .unwrap_or_default(),
+        content_type: result
+            .body
+            .as_ref()
+            .map(|b| b.content_type.clone())
+            .unwrap_or_default(),
+        result_version: result.version(),
     }
 }
 
 /// A stored result from the wire, as sent (`purged` included).
 ///
-/// Only the status code is checked here (it must fit in 16 bits, else `INVALID_RESULT`);
+/// Only the status code and the result version are checked here (the status must fit in 16
+/// bits; the version is 0 without a body or 1 with one, else `INVALID_RESULT`);
 /// [`StoredResult::validate`] is the caller's choice.
 pub fn result_from_proto(result: v1::StoredResult) -> Result<StoredResult, DecodeError> {
     let status_code =
@@ -117,13 +133,40 @@ pub fn result_from_proto(result: v1::StoredResult) -> Result<StoredResult, Decod
             min: 100,
             max: 599,
         })?;
+    let body = stored_body(result.result_version, result.body, result.content_type)?;
     Ok(StoredResult {
         status_code,
         resource_id: result.resource_id,
         resource_version: result.resource_version,
         fields: result.fields.into_iter().collect(),
         purged: result.purged,
+        body,
     })
+}
+
+/// The verbatim body of a result of `version`: none for version 0 (a body or content type
+/// sent with it is refused rather than dropped), both parts for version 1.
+fn stored_body(
+    version: u32,
+    bytes: Vec<u8>,
+    content_type: String,
+) -> Result<Option<StoredBody>, DecodeError> {
+    let rule = match version {
+        RESULT_VERSION_FIELDS if bytes.is_empty() && content_type.is_empty() => return Ok(None),
+        RESULT_VERSION_FIELDS => "a body or content type needs result_version 1",
+        RESULT_VERSION_BODY => {
+            return Ok(Some(StoredBody {
+                content_type,
+                bytes,
+            }))
+        }
+        _ => "unknown result version (this node knows 0 and 1)",
+    };
+    Err(ValidationError::Rule {
+        field: Field::ResultVersion,
+        rule,
+    }
+    .into())
 }
 
 /// The wire form of an error summary.

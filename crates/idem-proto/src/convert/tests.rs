@@ -35,6 +35,44 @@ fn record_round_trips() {
     assert_eq!(record_from_proto(wire).unwrap(), live);
 }
 
+#[test]
+fn result_versions_round_trip() {
+    // Version 1: the verbatim body and its content type, both ways.
+    let with_body = completed_record().result.unwrap();
+    let wire = result_to_proto(&with_body);
+    assert_eq!(wire.result_version, 1);
+    assert_eq!(wire.content_type, "application/json");
+    assert_eq!(wire.body, br#"{"id":"ch_1"}"#.to_vec());
+    assert_eq!(result_from_proto(wire.clone()).unwrap(), with_body);
+    // An empty body is still a stored body (version 1), not "none".
+    let empty = StoredResult {
+        body: Some(StoredBody::default()),
+        ..with_body.clone()
+    };
+    assert_eq!(result_from_proto(result_to_proto(&empty)).unwrap(), empty);
+    // Version 0: no body on the wire, none back.
+    let plain = StoredResult {
+        body: None,
+        ..with_body
+    };
+    let wire0 = result_to_proto(&plain);
+    assert_eq!((wire0.result_version, wire0.body.len()), (0, 0));
+    assert_eq!(result_from_proto(wire0).unwrap(), plain);
+    // A body without its version, or an unknown version, is refused, not dropped.
+    for version in [0, 2] {
+        let err = result_from_proto(v1::StoredResult {
+            result_version: version,
+            ..wire.clone()
+        })
+        .unwrap_err();
+        assert_eq!(err.reason(), "INVALID_RESULT", "{err}");
+        assert!(
+            err.to_string().starts_with("result.result_version"),
+            "{err}"
+        );
+    }
+}
+
 /// A change that breaks a valid wire record.
 type Mutation = fn(&mut v1::Record);
 

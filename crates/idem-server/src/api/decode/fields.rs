@@ -255,6 +255,7 @@ mod tests {
             resource_version: "3".into(),
             fields: HashMap::from([("amount".to_owned(), "100".to_owned())]),
             purged: true,
+            ..Default::default()
         };
         let stored = stored_result(Some(result.clone())).unwrap();
         assert_eq!(stored.status_code, 201);
@@ -268,9 +269,34 @@ mod tests {
         assert_eq!(reason_of(stored_result(Some(bad_status))), "INVALID_RESULT");
         let bad_status = pb::StoredResult {
             status_code: 99,
-            ..result
+            ..result.clone()
         };
         assert_eq!(reason_of(stored_result(Some(bad_status))), "INVALID_RESULT");
+        // A verbatim body needs result_version 1 and a content type of visible ASCII.
+        let with_body = pb::StoredResult {
+            body: b"{}".to_vec(),
+            content_type: "application/json".into(),
+            result_version: 1,
+            ..result.clone()
+        };
+        let stored = stored_result(Some(with_body.clone())).unwrap();
+        assert_eq!(stored.body.map(|b| b.bytes), Some(b"{}".to_vec()));
+        for bad in [
+            pb::StoredResult {
+                result_version: 0,
+                ..with_body.clone()
+            },
+            pb::StoredResult {
+                result_version: 2,
+                ..with_body.clone()
+            },
+            pb::StoredResult {
+                content_type: "text/plain\n".into(),
+                ..with_body
+            },
+        ] {
+            assert_eq!(reason_of(stored_result(Some(bad))), "INVALID_RESULT");
+        }
 
         assert_eq!(reason_of(error_summary(None)), "INVALID_RESULT");
         let bad_code = pb::ErrorSummary {
