@@ -43,6 +43,7 @@ use crate::placement::{GroupStatus, Groups};
 use crate::transport::{Kind, Route, Transport};
 use crate::types::{FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, Reconciliation};
 
+mod audit;
 mod backup;
 
 pub use backup::SnapshotStream;

@@ -71,6 +71,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod audit;
 pub mod claim;
 mod client;
 mod coalescer;

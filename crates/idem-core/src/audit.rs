@@ -1,11 +1,18 @@
 //! The audit log of administrative changes.
 //!
 //! Every admin command writes its entry in the same atomic write set as its change: no
-//! audit, no change. Entries carry operation ids, never raw keys.
+//! audit, no change. Entries carry operation ids, never raw keys. Membership changes are
+//! the one exception: they are openraft membership log entries, which never reach the
+//! state machine, so the node that made one logs a [`MembershipNote`] right after it is
+//! committed (see docs/security.md, "Audit log").
+//!
+//! Entries are stored with bincode, which is positional: new actions are appended at the
+//! end of [`AuditAction`] so entries written before still decode.
 
 use serde::{Deserialize, Serialize};
 
 use crate::operation_id::OperationId;
+use crate::placement::Mode;
 use crate::record::State;
 use crate::time::Timestamp;
 
@@ -58,4 +65,137 @@ pub enum AuditAction {
         /// The group's epoch after the change.
         epoch: u64,
     },
+    /// The placement mode changed.
+    SetMode {
+        /// The mode before.
+        from: Mode,
+        /// The mode after.
+        to: Mode,
+    },
+    /// A region was defined.
+    AddRegion {
+        /// The region.
+        name: String,
+        /// The id of its group.
+        group: u64,
+    },
+    /// A tenant got a home region.
+    BindTenant {
+        /// The tenant.
+        tenant: String,
+        /// Its home before (`None`: the global group).
+        from: Option<String>,
+        /// Its new home region.
+        region: String,
+    },
+    /// A tenant was given back to the global group.
+    UnbindTenant {
+        /// The tenant.
+        tenant: String,
+        /// Its home before.
+        from: String,
+    },
+    /// A region group's leader found itself outside the home region (automatic).
+    EnterFailover {
+        /// The region the group was created for.
+        group_region: String,
+        /// The leader that logged it.
+        leader_id: u64,
+        /// The leader's region.
+        leader_region: String,
+        /// The group's epoch after the change.
+        epoch: u64,
+    },
+    /// Leadership of a region group is back in its home region (automatic).
+    EndFailover {
+        /// The region the group was created for.
+        group_region: String,
+        /// The leader that logged it.
+        leader_id: u64,
+        /// The group's epoch after the change.
+        epoch: u64,
+    },
+    /// The membership changed (logged after the membership entry was committed).
+    Membership(MembershipNote),
 }
+
+impl AuditAction {
+    /// Every [`AuditAction::kind`] name, for filters.
+    pub const KINDS: [&'static str; 10] = [
+        "reconcile",
+        "purge_subject",
+        "confirm_home",
+        "set_mode",
+        "add_region",
+        "bind_tenant",
+        "unbind_tenant",
+        "enter_failover",
+        "end_failover",
+        "membership",
+    ];
+
+    /// The action's kind, as listed and filtered by `Admin.ListAudit`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AuditAction::Reconcile { .. } => "reconcile",
+            AuditAction::PurgeSubject { .. } => "purge_subject",
+            AuditAction::ConfirmHome { .. } => "confirm_home",
+            AuditAction::SetMode { .. } => "set_mode",
+            AuditAction::AddRegion { .. } => "add_region",
+            AuditAction::BindTenant { .. } => "bind_tenant",
+            AuditAction::UnbindTenant { .. } => "unbind_tenant",
+            AuditAction::EnterFailover { .. } => "enter_failover",
+            AuditAction::EndFailover { .. } => "end_failover",
+            AuditAction::Membership(_) => "membership",
+        }
+    }
+
+    /// The tenant the action is about, for the actions that name one. A reconcile names
+    /// only an operation id, so it has none: such entries are visible to admins only.
+    pub fn tenant(&self) -> Option<&str> {
+        match self {
+            AuditAction::PurgeSubject { tenant, .. }
+            | AuditAction::BindTenant { tenant, .. }
+            | AuditAction::UnbindTenant { tenant, .. } => Some(tenant),
+            _ => None,
+        }
+    }
+}
+
+/// Which membership change a [`MembershipNote`] records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MembershipKind {
+    /// A learner was added.
+    Add,
+    /// A learner became a voter.
+    Promote,
+    /// A member was removed.
+    Remove,
+}
+
+impl MembershipKind {
+    /// The name shown by `ListAudit`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MembershipKind::Add => "add",
+            MembershipKind::Promote => "promote",
+            MembershipKind::Remove => "remove",
+        }
+    }
+}
+
+/// A committed membership change and the membership it resulted in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MembershipNote {
+    /// What changed.
+    pub kind: MembershipKind,
+    /// The member added, promoted or removed.
+    pub member: u64,
+    /// The voters after the change.
+    pub voters: Vec<u64>,
+    /// The learners after the change.
+    pub learners: Vec<u64>,
+}
+
+/// Most members a [`MembershipNote`] may list.
+pub const MAX_NOTE_MEMBERS: usize = 64;

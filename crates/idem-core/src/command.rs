@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::audit::{MembershipNote, MAX_NOTE_MEMBERS};
 use crate::error::{check_free_text, check_len, Field, ValidationError};
 use crate::fingerprint::Fingerprint;
 use crate::operation_id::OperationId;
@@ -57,6 +58,40 @@ pub enum Command {
     Cluster(ClusterChange),
     /// Change of a region group's own state (region groups).
     Group(GroupChange),
+    // bincode encodes a variant by its position: new variants go last, so that log
+    // entries written before them still decode (and apply as they did then).
+    /// Change of the cluster configuration, audited as `admin` (what proposers send;
+    /// `Cluster` is kept for the log entries written before audit existed).
+    AuditedCluster(Audited<ClusterChange>),
+    /// Change of a region group's own state, audited as `admin` when it is a failover
+    /// change (`EnterFailover`/`EndFailover`, proposed by the leader as `node:<id>`).
+    AuditedGroup(Audited<GroupChange>),
+    /// Audit entry for a membership change committed just before (membership entries
+    /// never reach the state machine; this one is not atomic with them).
+    NoteMembership(Audited<MembershipNote>),
+}
+
+/// A change with the principal that asked for it and why: written to the audit log in the
+/// same write set as the change.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Audited<T> {
+    /// The change.
+    pub change: T,
+    /// Who (the authenticated principal, or `node:<id>` for automatic changes).
+    pub admin: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl<T> Audited<T> {
+    /// `change` by `admin` for `reason`.
+    pub fn new(change: T, admin: impl Into<String>, reason: impl Into<String>) -> Self {
+        Audited {
+            change,
+            admin: admin.into(),
+            reason: reason.into(),
+        }
+    }
 }
 
 /// A claim of `(scope, key)`.
@@ -203,6 +238,19 @@ impl Command {
             Command::PurgeSubject(purge) => purge.validate(),
             Command::Cluster(change) => change.validate(),
             Command::Group(change) => change.validate(),
+            Command::AuditedCluster(audited) => {
+                check_admin(&audited.reason, &audited.admin)?;
+                audited.change.validate()
+            }
+            Command::AuditedGroup(audited) => {
+                check_admin(&audited.reason, &audited.admin)?;
+                audited.change.validate()
+            }
+            Command::NoteMembership(audited) => {
+                check_admin(&audited.reason, &audited.admin)?;
+                let members = audited.change.voters.len() + audited.change.learners.len();
+                check_len(Field::Limit, members, 0, MAX_NOTE_MEMBERS)
+            }
         }
     }
 
@@ -222,7 +270,10 @@ impl Command {
             Command::Expire(_)
             | Command::Reconcile(_)
             | Command::Cluster(_)
-            | Command::Group(_) => return None,
+            | Command::Group(_)
+            | Command::AuditedCluster(_)
+            | Command::AuditedGroup(_)
+            | Command::NoteMembership(_) => return None,
         };
         Some(target.scope.tenant())
     }
@@ -243,6 +294,9 @@ impl Command {
             Command::PurgeSubject(_) => "purge_subject",
             Command::Cluster(_) => "cluster_config",
             Command::Group(_) => "group_state",
+            Command::AuditedCluster(_) => "cluster_config",
+            Command::AuditedGroup(_) => "group_state",
+            Command::NoteMembership(_) => "note_membership",
         }
     }
 }

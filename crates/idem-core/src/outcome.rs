@@ -36,6 +36,11 @@ pub enum Outcome {
         /// Where the next batch resumes, if the subject may have more records.
         next: Option<RecordKey>,
     },
+    /// An audit note was written (new variants go last: bincode is positional).
+    Audited {
+        /// Its sequence number in the group's audit log.
+        seq: u64,
+    },
 }
 
 /// The kind of answer a claim gets (docs/design.md §2, "Claim outcomes").

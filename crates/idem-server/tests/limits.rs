@@ -242,6 +242,7 @@ async fn forward_refuses_leader_only_commands() {
         .propose(rpb::ForwardRequest {
             group: 0,
             payload: bincode::serialize(&expire).unwrap().into(),
+            principal: None,
         })
         .await
         .unwrap_err();

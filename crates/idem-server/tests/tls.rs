@@ -372,6 +372,7 @@ async fn peer_calls(
                 .propose(rpb::ForwardRequest {
                     group: 0,
                     payload: vec![1, 2, 3].into(),
+                    principal: None,
                 })
                 .await
                 .map(drop),

@@ -23,7 +23,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e, wants_json(&args)),
     };
-    let format = cli.write_out;
+    let format = match &cli.command {
+        cli::Command::Audit(cli::AuditCommand::List(list)) if list.json => Format::Json,
+        _ => cli.write_out,
+    };
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

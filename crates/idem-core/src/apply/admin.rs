@@ -1,11 +1,12 @@
-//! Admin commands: reconcile a record by hand, purge a subject's derived data.
+//! Admin commands: reconcile a record by hand, purge a subject's derived data, note a
+//! membership change.
 //!
 //! Both go through the same state machine as workers and write their audit entry in the
 //! same write set as their change: no audit, no change.
 
 use crate::apply::{check_size, Ctx};
-use crate::audit::{AuditAction, AuditEntry};
-use crate::command::{PurgeSubject, Reconcile, ReconcileTarget};
+use crate::audit::{AuditAction, AuditEntry, MembershipNote};
+use crate::command::{Audited, PurgeSubject, Reconcile, ReconcileTarget};
 use crate::error::StoreError;
 use crate::outcome::{Outcome, Rejection};
 use crate::record::{Record, RecordKey, Stage, State};
@@ -120,13 +121,24 @@ fn scrub(old: &Record, ctx: &Ctx) -> Option<Record> {
     Some(record)
 }
 
-pub(crate) fn audit(ctx: &mut Ctx, admin: &str, reason: &str, action: AuditAction) {
+/// Writes the audit entry of a membership change committed before this command. The
+/// answer is the entry itself.
+pub(crate) fn note_membership(ctx: &mut Ctx, note: &Audited<MembershipNote>) -> Outcome {
+    let action = AuditAction::Membership(note.change.clone());
+    let seq = audit(ctx, &note.admin, &note.reason, action);
+    Outcome::Audited { seq }
+}
+
+/// Appends an audit entry to the command's write set; answers its sequence number.
+pub(crate) fn audit(ctx: &mut Ctx, admin: &str, reason: &str, action: AuditAction) -> u64 {
+    let seq = ctx.meta.take_audit_seq();
     let entry = AuditEntry {
-        seq: ctx.meta.take_audit_seq(),
+        seq,
         at: ctx.now,
         admin: admin.to_owned(),
         reason: reason.to_owned(),
         action,
     };
     ctx.writes.audit.push(entry);
+    seq
 }

@@ -95,8 +95,17 @@ fn dispatch<S: StateStore + ?Sized>(
         Command::Expire(expire) => expire::expire(state, ctx, expire),
         Command::Reconcile(reconcile) => admin::reconcile(state, ctx, reconcile),
         Command::PurgeSubject(purge) => admin::purge_subject(state, ctx, purge),
-        Command::Cluster(change) => placement::cluster(state, ctx, change),
-        Command::Group(change) => placement::group(state, ctx, change),
+        Command::Cluster(change) => placement::cluster(state, ctx, change, None),
+        Command::Group(change) => placement::group(state, ctx, change, None),
+        Command::AuditedCluster(audited) => {
+            let by = placement::By::of(audited);
+            placement::cluster(state, ctx, &audited.change, Some(by))
+        }
+        Command::AuditedGroup(audited) => {
+            let by = placement::By::of(audited);
+            placement::group(state, ctx, &audited.change, Some(by))
+        }
+        Command::NoteMembership(note) => Ok(admin::note_membership(ctx, note)),
     }
 }
 

@@ -3,10 +3,14 @@
 //!
 //! A change that is already in place answers the current state and writes nothing but the
 //! metadata, so the proposer may repeat any step of a multi-group change.
+//!
+//! An audited change (`by` is `Some`) writes its audit entry in the same write set as the
+//! change, and only when it changed something: a refused or repeated change writes none.
 
 use crate::apply::admin::audit;
 use crate::apply::Ctx;
 use crate::audit::AuditAction;
+use crate::command::Audited;
 use crate::error::StoreError;
 use crate::outcome::{Outcome, Rejection};
 use crate::placement::{
@@ -18,10 +22,27 @@ use crate::store::StateStore;
 /// Whether a change altered the state.
 type Changed = Result<bool, Rejection>;
 
+/// Who asked for an audited change, and why.
+pub(crate) struct By<'a> {
+    admin: &'a str,
+    reason: &'a str,
+}
+
+impl<'a> By<'a> {
+    /// The attribution of an audited command.
+    pub(crate) fn of<T>(audited: &'a Audited<T>) -> Self {
+        By {
+            admin: &audited.admin,
+            reason: &audited.reason,
+        }
+    }
+}
+
 pub(crate) fn cluster<S: StateStore + ?Sized>(
     state: &S,
     ctx: &mut Ctx,
     change: &ClusterChange,
+    by: Option<By<'_>>,
 ) -> Result<Outcome, StoreError> {
     let mut placement = state.placement()?;
     if placement.group.is_some() {
@@ -30,6 +51,7 @@ pub(crate) fn cluster<S: StateStore + ?Sized>(
         ));
     }
     let has_records = |tenant: &str| has_records(state, tenant);
+    let before = placement.cluster.clone();
     let config = &mut placement.cluster;
     let changed = match change {
         ClusterChange::SetMode(mode) => set_mode(config, *mode),
@@ -37,13 +59,45 @@ pub(crate) fn cluster<S: StateStore + ?Sized>(
         ClusterChange::Bind { tenant, region } => bind(config, tenant, region, has_records)?,
         ClusterChange::Unbind { tenant } => Ok(config.homes.remove(tenant).is_some()),
     };
+    if let (Ok(true), Some(by)) = (&changed, by) {
+        let action = cluster_action(change, &before, &placement.cluster);
+        audit(ctx, by.admin, by.reason, action);
+    }
     Ok(finish(ctx, placement, changed, |p| p.cluster.version += 1))
+}
+
+/// The audit action of a cluster change that changed `before` into `after`.
+fn cluster_action(
+    change: &ClusterChange,
+    before: &ClusterConfig,
+    after: &ClusterConfig,
+) -> AuditAction {
+    match change {
+        ClusterChange::SetMode(mode) => AuditAction::SetMode {
+            from: before.mode,
+            to: *mode,
+        },
+        ClusterChange::AddRegion { name } => AuditAction::AddRegion {
+            name: name.clone(),
+            group: after.regions.get(name).copied().unwrap_or_default(),
+        },
+        ClusterChange::Bind { tenant, region } => AuditAction::BindTenant {
+            tenant: tenant.clone(),
+            from: before.homes.get(tenant).cloned(),
+            region: region.clone(),
+        },
+        ClusterChange::Unbind { tenant } => AuditAction::UnbindTenant {
+            tenant: tenant.clone(),
+            from: before.homes.get(tenant).cloned().unwrap_or_default(),
+        },
+    }
 }
 
 pub(crate) fn group<S: StateStore + ?Sized>(
     state: &S,
     ctx: &mut Ctx,
     change: &GroupChange,
+    by: Option<By<'_>>,
 ) -> Result<Outcome, StoreError> {
     let mut placement = state.placement()?;
     if let GroupChange::Init { region } = change {
@@ -77,6 +131,11 @@ pub(crate) fn group<S: StateStore + ?Sized>(
             Err(rejection) => Err(rejection),
         },
     };
+    if let (Ok(true), Some(by)) = (&changed, by) {
+        if let Some(action) = failover_action(change, group) {
+            audit(ctx, by.admin, by.reason, action);
+        }
+    }
     let epoch_bump = matches!(
         change,
         GroupChange::EnterFailover { .. }
@@ -88,6 +147,29 @@ pub(crate) fn group<S: StateStore + ?Sized>(
             group.epoch += 1;
         }
     }))
+}
+
+/// The audit action of a failover change applied to `group` (epoch not bumped yet); `None`
+/// for the other group changes, which are steps of an audited cluster change or carry
+/// their own audit (`ConfirmHome`).
+fn failover_action(change: &GroupChange, group: &RegionGroup) -> Option<AuditAction> {
+    match change {
+        GroupChange::EnterFailover {
+            leader_id,
+            leader_region,
+        } => Some(AuditAction::EnterFailover {
+            group_region: group.region.clone(),
+            leader_id: *leader_id,
+            leader_region: leader_region.clone(),
+            epoch: group.epoch + 1,
+        }),
+        GroupChange::EndFailover { leader_id } => Some(AuditAction::EndFailover {
+            group_region: group.region.clone(),
+            leader_id: *leader_id,
+            epoch: group.epoch + 1,
+        }),
+        _ => None,
+    }
 }
 
 /// Writes the new placement if it changed (after `bump`), and answers it.

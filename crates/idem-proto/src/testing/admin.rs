@@ -292,6 +292,14 @@ pub trait AdminFake: Send + Sync + 'static {
     ) -> impl Future<Output = Answer<v1::PurgeSubjectResponse>> + Send {
         ready(unimplemented())
     }
+
+    /// `ListAudit`: UNIMPLEMENTED unless the test answers it.
+    fn list_audit(
+        &self,
+        _: Request<v1::ListAuditRequest>,
+    ) -> impl Future<Output = Answer<v1::ListAuditResponse>> + Send {
+        ready(unimplemented())
+    }
 }
 
 impl AdminFake for FakeAdmin {
@@ -403,5 +411,9 @@ impl<F: AdminFake> Admin for Served<F> {
         r: Request<v1::ConfirmFailoverRequest>,
     ) -> Answer<v1::GroupStatus> {
         self.0.admin().confirm_failover(r)
+    }
+
+    async fn list_audit(&self, r: Request<v1::ListAuditRequest>) -> Answer<v1::ListAuditResponse> {
+        self.0.list_audit(r).await
     }
 }

@@ -1,8 +1,10 @@
 //! The `idem.v1.Admin` service: listing, reconciliation, purge, node status and (through
 //! `members`) cluster membership.
 //!
-//! Changes (reconcile, purge) are core commands through the same Raft path as worker
-//! commands, so each one is audited in the same atomic write as the change. Listing is a
+//! Changes (reconcile, purge, and through `regions` the placement changes) are core
+//! commands through the same Raft path as worker commands, so each one is audited in the
+//! same atomic write as the change, as the authenticated principal ([`Attribution`]);
+//! `ListAudit` reads the log back ([`AuditQuery`]). Listing is a
 //! bounded, resumable scan of the applied records behind a read barrier; its page token is
 //! the hex encoding of the last record key it looked at, so a page that stopped at its scan
 //! bound (few matches among many records) still lets the client continue where it stopped.
@@ -18,6 +20,8 @@ use idem_proto::v1 as pb;
 use idem_proto::v1::admin_server::Admin;
 use tonic::{Request, Response, Status};
 
+use crate::api::attribution::Attribution;
+use crate::api::audit::AuditQuery;
 use crate::api::decode::fields;
 use crate::api::{encode, members, regions};
 use crate::api::{observe, record_operation, ApiContext};
@@ -274,6 +278,19 @@ impl AdminService {
         })
     }
 
+    async fn list_audit(
+        &self,
+        caller: Result<Principal, RequestError>,
+        req: pb::ListAuditRequest,
+    ) -> Result<pb::ListAuditResponse, RequestError> {
+        let query = AuditQuery::parse(&caller?, req)?;
+        self.ctx.backend.read_barrier().await?;
+        let backend = Arc::clone(&self.ctx.backend);
+        tokio::task::spawn_blocking(move || query.run(backend.as_ref()))
+            .await
+            .map_err(|e| RequestError::Internal(format!("audit task failed: {e}")))?
+    }
+
     async fn status(&self) -> Result<pb::StatusResponse, RequestError> {
         let backend = &self.ctx.backend;
         let raft = backend.raft_status();
@@ -401,8 +418,9 @@ impl Admin for AdminService {
         request: Request<pb::AddMemberRequest>,
     ) -> Result<Response<pb::AddMemberResponse>, Status> {
         let caller = self.ctx.caller(&request);
+        let by = Attribution::of(&caller, &request);
         let ctx = &self.ctx;
-        let handler = members::add(ctx, request.into_inner());
+        let handler = members::add(ctx, request.into_inner(), by);
         observe(
             &ctx.metrics,
             "admin",
@@ -417,8 +435,9 @@ impl Admin for AdminService {
         request: Request<pb::PromoteMemberRequest>,
     ) -> Result<Response<pb::MembersResponse>, Status> {
         let caller = self.ctx.caller(&request);
+        let by = Attribution::of(&caller, &request);
         let ctx = &self.ctx;
-        let handler = members::promote(ctx, request.into_inner());
+        let handler = members::promote(ctx, request.into_inner(), by);
         observe(
             &ctx.metrics,
             "admin",
@@ -433,8 +452,9 @@ impl Admin for AdminService {
         request: Request<pb::RemoveMemberRequest>,
     ) -> Result<Response<pb::MembersResponse>, Status> {
         let caller = self.ctx.caller(&request);
+        let by = Attribution::of(&caller, &request);
         let ctx = &self.ctx;
-        let handler = members::remove(ctx, request.into_inner());
+        let handler = members::remove(ctx, request.into_inner(), by);
         observe(
             &ctx.metrics,
             "admin",
@@ -480,8 +500,9 @@ impl Admin for AdminService {
         request: Request<pb::SetModeRequest>,
     ) -> Result<Response<pb::ClusterConfig>, Status> {
         let caller = self.ctx.caller(&request);
+        let by = Attribution::of(&caller, &request);
         let ctx = &self.ctx;
-        let handler = regions::set_mode(ctx, request.into_inner());
+        let handler = regions::set_mode(ctx, request.into_inner(), by);
         observe(
             &ctx.metrics,
             "admin",
@@ -496,8 +517,9 @@ impl Admin for AdminService {
         request: Request<pb::AddRegionRequest>,
     ) -> Result<Response<pb::ClusterConfig>, Status> {
         let caller = self.ctx.caller(&request);
+        let by = Attribution::of(&caller, &request);
         let ctx = &self.ctx;
-        let handler = regions::add_region(ctx, request.into_inner());
+        let handler = regions::add_region(ctx, request.into_inner(), by);
         observe(
             &ctx.metrics,
             "admin",
@@ -512,8 +534,9 @@ impl Admin for AdminService {
         request: Request<pb::BindTenantRequest>,
     ) -> Result<Response<pb::ClusterConfig>, Status> {
         let caller = self.ctx.caller(&request);
+        let by = Attribution::of(&caller, &request);
         let ctx = &self.ctx;
-        let handler = regions::bind(ctx, request.into_inner());
+        let handler = regions::bind(ctx, request.into_inner(), by);
         observe(
             &ctx.metrics,
             "admin",
@@ -528,8 +551,9 @@ impl Admin for AdminService {
         request: Request<pb::UnbindTenantRequest>,
     ) -> Result<Response<pb::ClusterConfig>, Status> {
         let caller = self.ctx.caller(&request);
+        let by = Attribution::of(&caller, &request);
         let ctx = &self.ctx;
-        let handler = regions::unbind(ctx, request.into_inner());
+        let handler = regions::unbind(ctx, request.into_inner(), by);
         observe(
             &ctx.metrics,
             "admin",
@@ -572,6 +596,20 @@ impl Admin for AdminService {
             "admin",
             "confirm_failover",
             guarded(caller, Role::Admin, handler),
+        )
+        .await
+    }
+
+    async fn list_audit(
+        &self,
+        request: Request<pb::ListAuditRequest>,
+    ) -> Result<Response<pb::ListAuditResponse>, Status> {
+        let caller = self.ctx.caller(&request);
+        observe(
+            &self.ctx.metrics,
+            "admin",
+            "list_audit",
+            AdminService::list_audit(self, caller, request.into_inner()),
         )
         .await
     }

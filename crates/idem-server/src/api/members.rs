@@ -1,11 +1,21 @@
 //! The membership RPCs of `idem.v1.Admin`: translation between the wire messages and
 //! [`MembershipChange`] / [`MembershipView`]. The work happens on the leader, reached
 //! through [`crate::backend::Backend::membership`] (forwarded from a follower).
+//!
+//! A membership change is an openraft membership log entry, which never reaches the state
+//! machine, so it cannot carry its audit entry. Once it is committed, the node that made
+//! it proposes `NoteMembership` (who, why, the resulting voters and learners) to the
+//! global group. The two are not atomic: a node that fails between them leaves a change
+//! without its entry. The call then fails rather than answer success without one, and
+//! repeating it (a no-op for the membership) writes the entry.
 
 use std::net::SocketAddr;
 
+use idem_core::audit::{MembershipKind, MembershipNote};
+use idem_core::{Command, Outcome};
 use idem_proto::v1 as pb;
 
+use crate::api::attribution::Attribution;
 use crate::api::ApiContext;
 use crate::backend::{
     MemberInfo, MembershipChange, MembershipView, PlacementAnswer, PlacementCall, RequestError,
@@ -26,13 +36,16 @@ pub(crate) async fn list(ctx: &ApiContext) -> Result<pb::ListMembersResponse, Re
 pub(crate) async fn add(
     ctx: &ApiContext,
     req: pb::AddMemberRequest,
+    by: Attribution,
 ) -> Result<pb::AddMemberResponse, RequestError> {
     let member = req
         .member
         .ok_or_else(|| RequestError::argument("member is required"))?;
     let info = new_member(member)?;
     tracing::info!(id = info.id, raft_addr = %info.raft_addr, "adding a learner");
+    let id = info.id;
     let view = ctx.backend.membership(MembershipChange::Add(info)).await?;
+    note(ctx, MembershipKind::Add, id, &view, by).await?;
     Ok(pb::AddMemberResponse {
         members: members_pb(&view),
         caught_up: view.caught_up,
@@ -43,6 +56,7 @@ pub(crate) async fn add(
 pub(crate) async fn promote(
     ctx: &ApiContext,
     req: pb::PromoteMemberRequest,
+    by: Attribution,
 ) -> Result<pb::MembersResponse, RequestError> {
     let id = member_id(req.id)?;
     tracing::info!(id, "promoting a learner");
@@ -50,6 +64,7 @@ pub(crate) async fn promote(
         .backend
         .membership(MembershipChange::Promote(id))
         .await?;
+    note(ctx, MembershipKind::Promote, id, &view, by).await?;
     Ok(pb::MembersResponse {
         members: members_pb(&view),
     })
@@ -59,10 +74,12 @@ pub(crate) async fn promote(
 pub(crate) async fn remove(
     ctx: &ApiContext,
     req: pb::RemoveMemberRequest,
+    by: Attribution,
 ) -> Result<pb::MembersResponse, RequestError> {
     let id = member_id(req.id)?;
     tracing::info!(id, "removing a member");
     let view = ctx.backend.membership(MembershipChange::Remove(id)).await?;
+    note(ctx, MembershipKind::Remove, id, &view, by).await?;
     Ok(pb::MembersResponse {
         members: members_pb(&view),
     })
@@ -98,6 +115,44 @@ pub(crate) async fn transfer(
         leader_id: view.leader_id,
         term: view.term,
     })
+}
+
+/// Writes the audit entry of a committed membership change (see the module docs).
+async fn note(
+    ctx: &ApiContext,
+    kind: MembershipKind,
+    member: u64,
+    view: &MembershipView,
+    by: Attribution,
+) -> Result<(), RequestError> {
+    let ids = |voter: bool| {
+        view.members
+            .iter()
+            .filter(|m| m.member.voter == voter)
+            .map(|m| m.member.id)
+            .collect()
+    };
+    let note = MembershipNote {
+        kind,
+        member,
+        voters: ids(true),
+        learners: ids(false),
+    };
+    let command = Command::NoteMembership(by.audited(note));
+    match ctx.backend.propose(command).await {
+        Ok(Outcome::Audited { .. }) => Ok(()),
+        Ok(Outcome::Rejected(rejection)) => Err(unaudited(rejection.to_string())),
+        Ok(other) => Err(unaudited(format!("unexpected outcome {other:?}"))),
+        Err(error) => Err(unaudited(error.to_string())),
+    }
+}
+
+fn unaudited(why: String) -> RequestError {
+    tracing::error!(%why, "a membership change was committed without its audit entry");
+    RequestError::Internal(format!(
+        "the membership change was committed, but its audit entry was not written ({why}); \
+         repeat the call to write it"
+    ))
 }
 
 fn member_id(id: u64) -> Result<u64, RequestError> {

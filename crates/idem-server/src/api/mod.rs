@@ -10,6 +10,8 @@
 //! top of [`crate::backend`] and never the other way round.
 
 mod admin;
+mod attribution;
+mod audit;
 mod backup;
 mod batch;
 pub mod decode;
@@ -30,6 +32,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub use admin::AdminService;
+pub use attribution::REASON_METADATA_KEY as AUDIT_REASON_METADATA_KEY;
 pub use backup::BackupService;
 pub use batch::MAX_BATCH_CALLS;
 pub use idempotency::{claim_response, IdempotencyService};

@@ -6,6 +6,7 @@
 use idem_core::placement::{ClusterChange, ClusterConfig, Mode};
 use idem_proto::v1 as pb;
 
+use crate::api::attribution::Attribution;
 use crate::api::ApiContext;
 use crate::backend::{GroupView, PlacementAnswer, PlacementCall, RequestError};
 
@@ -18,6 +19,7 @@ pub(crate) async fn config(ctx: &ApiContext) -> Result<pb::ClusterConfig, Reques
 pub(crate) async fn set_mode(
     ctx: &ApiContext,
     req: pb::SetModeRequest,
+    by: Attribution,
 ) -> Result<pb::ClusterConfig, RequestError> {
     let mode = match pb::Mode::try_from(req.mode) {
         Ok(pb::Mode::Global) => Mode::Global,
@@ -29,40 +31,43 @@ pub(crate) async fn set_mode(
         }
     };
     tracing::info!(mode = mode.name(), "setting the placement mode");
-    change(ctx, ClusterChange::SetMode(mode)).await
+    change(ctx, ClusterChange::SetMode(mode), by).await
 }
 
 /// `AddRegion`.
 pub(crate) async fn add_region(
     ctx: &ApiContext,
     req: pb::AddRegionRequest,
+    by: Attribution,
 ) -> Result<pb::ClusterConfig, RequestError> {
     idem_core::placement::validate_region(&req.name)?;
     tracing::info!(region = %req.name, "adding a region");
-    change(ctx, ClusterChange::AddRegion { name: req.name }).await
+    change(ctx, ClusterChange::AddRegion { name: req.name }, by).await
 }
 
 /// `BindTenant`.
 pub(crate) async fn bind(
     ctx: &ApiContext,
     req: pb::BindTenantRequest,
+    by: Attribution,
 ) -> Result<pb::ClusterConfig, RequestError> {
     let bind = ClusterChange::Bind {
         tenant: req.tenant,
         region: req.region,
     };
     bind.validate()?;
-    change(ctx, bind).await
+    change(ctx, bind, by).await
 }
 
 /// `UnbindTenant`.
 pub(crate) async fn unbind(
     ctx: &ApiContext,
     req: pb::UnbindTenantRequest,
+    by: Attribution,
 ) -> Result<pb::ClusterConfig, RequestError> {
     let unbind = ClusterChange::Unbind { tenant: req.tenant };
     unbind.validate()?;
-    change(ctx, unbind).await
+    change(ctx, unbind, by).await
 }
 
 /// `ListGroups`.
@@ -100,11 +105,19 @@ pub(crate) async fn confirm(
     }
 }
 
+/// Runs an audited cluster change (refused by validation before anything is proposed).
 async fn change(
     ctx: &ApiContext,
     change: ClusterChange,
+    by: Attribution,
 ) -> Result<pb::ClusterConfig, RequestError> {
-    answer_config(ctx.backend.placement(PlacementCall::Change(change)).await?)
+    let audited = by.audited(change);
+    idem_core::Command::AuditedCluster(audited.clone()).validate()?;
+    answer_config(
+        ctx.backend
+            .placement(PlacementCall::Change(audited))
+            .await?,
+    )
 }
 
 fn answer_config(answer: PlacementAnswer) -> Result<pb::ClusterConfig, RequestError> {

@@ -2,7 +2,9 @@
 //!
 //! It runs on the whole gRPC router: calls to `idem.v1.Idempotency` and `idem.v1.Admin` get
 //! their [`Principal`] in the request extensions or are answered `UNAUTHENTICATED` here;
-//! gRPC health and reflection pass without one.
+//! gRPC health and reflection pass without one. The whole call runs inside
+//! [`crate::replica::caller::scope`], so what it forwards to the leader carries the
+//! principal.
 
 use std::task::{Context, Poll};
 
@@ -70,8 +72,12 @@ where
         let identity = request.extensions().get::<ClientIdentity>();
         match self.authenticator.authenticate(request.headers(), identity) {
             Ok(principal) => {
-                request.extensions_mut().insert::<Principal>(principal);
-                Either::Left(self.inner.call(request))
+                request
+                    .extensions_mut()
+                    .insert::<Principal>(principal.clone());
+                // The call's proposals forward this principal to the leader.
+                let call = self.inner.call(request);
+                Either::Right(Box::pin(crate::replica::caller::scope(principal, call)))
             }
             Err(error) => {
                 tracing::debug!(path, reason = error.reason(), "call not authenticated");

@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use idem_core::placement::{GroupId, GLOBAL_GROUP};
 use idem_core::{
-    apply, Command, MemoryStore, OperationId, Outcome, Record, RecordKey, StateStore, Timestamp,
+    apply, AuditEntry, Command, MemoryStore, OperationId, Outcome, Record, RecordKey, StateStore,
+    Timestamp,
 };
 use tokio::sync::watch;
 
@@ -82,6 +84,18 @@ impl Backend for MemoryBackend {
 
     fn read_barrier(&self) -> BoxFuture<'_, Result<(), RequestError>> {
         Box::pin(async move { self.check_leader() })
+    }
+
+    fn audit(
+        &self,
+        group: GroupId,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>, RequestError> {
+        if group != GLOBAL_GROUP {
+            return Err(super::no_such_group(group));
+        }
+        self.store().audit(from, limit).map_err(internal)
     }
 
     fn record(&self, key: &RecordKey) -> Result<Option<Record>, RequestError> {

@@ -28,9 +28,17 @@ pub use placement::{GroupView, PlacementAnswer, PlacementCall};
 pub use status::{MemberInfo, RaftStatus};
 
 use futures::future::BoxFuture;
-use idem_core::placement::ClusterConfig;
-use idem_core::{Command, OperationId, Outcome, Record, RecordKey, Timestamp};
+use idem_core::placement::{ClusterConfig, GroupId};
+use idem_core::{AuditEntry, Command, OperationId, Outcome, Record, RecordKey, Timestamp};
 use tokio::sync::watch;
+
+/// `NOT_FOUND` for a group this node does not serve.
+pub(crate) fn no_such_group(group: GroupId) -> RequestError {
+    RequestError::refused(
+        idem_proto::reason::NOT_FOUND,
+        format!("no group {group} on this node"),
+    )
+}
 
 /// The replicated store as the API sees it.
 ///
@@ -73,6 +81,16 @@ pub trait Backend: Send + Sync + 'static {
 
     /// This node's view of the group.
     fn raft_status(&self) -> RaftStatus;
+
+    /// The applied audit entries of `group` with `seq >= from`, in order, at most `limit`
+    /// (`NOT_FOUND` for a group this node does not serve). Linearizable after
+    /// [`Backend::read_barrier`].
+    fn audit(
+        &self,
+        group: GroupId,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>, RequestError>;
 
     /// [`Backend::read_barrier`] for the group that decides `tenant`'s keys (backends
     /// with one group: the same).

@@ -4,6 +4,7 @@
 //! global group, admit in the new one), so these calls are orchestrated by the node's
 //! router ([`crate::groups::Router`]) rather than being single proposals.
 
+use idem_core::command::Audited;
 use idem_core::placement::{ClusterChange, ClusterConfig, Failover, GroupId};
 
 /// A placement call.
@@ -11,8 +12,8 @@ use idem_core::placement::{ClusterChange, ClusterConfig, Failover, GroupId};
 pub enum PlacementCall {
     /// The configuration, linearizable.
     Config,
-    /// A change of the configuration (mode, region, tenant home).
-    Change(ClusterChange),
+    /// A change of the configuration (mode, region, tenant home), audited.
+    Change(Audited<ClusterChange>),
     /// Declare a new home for a region group in failover.
     ConfirmFailover {
         /// The region group.

@@ -4,8 +4,8 @@
 //! every group; placement and membership calls are orchestrated by [`configure`].
 
 use futures::future::{join_all, BoxFuture};
-use idem_core::placement::ClusterConfig;
-use idem_core::{Command, OperationId, Outcome, Record, RecordKey, Timestamp};
+use idem_core::placement::{ClusterConfig, GroupId};
+use idem_core::{AuditEntry, Command, OperationId, Outcome, Record, RecordKey, Timestamp};
 use tokio::sync::watch;
 
 use super::router::Router;
@@ -58,6 +58,19 @@ impl Backend for Router {
         merged.sort_by_cached_key(|r| r.key.encode());
         merged.truncate(limit);
         Ok(merged)
+    }
+
+    fn audit(
+        &self,
+        group: GroupId,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>, RequestError> {
+        let group_ref = self
+            .group_set()
+            .get(group)
+            .ok_or_else(|| crate::backend::no_such_group(group))?;
+        group_ref.backend().audit(group, from, limit)
     }
 
     fn due(&self, now: Timestamp, limit: usize) -> Result<usize, RequestError> {

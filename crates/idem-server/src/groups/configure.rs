@@ -12,11 +12,13 @@
 //!
 //! Between the steps no group accepts the tenant (claims get `WRONG_GROUP` and are routed
 //! again until the deadline), so a key is never decided in two logs. Unbinding is steps
-//! 1 and 2 with `Unbind`.
+//! 1 and 2 with `Unbind`. Step 2 is the audited one (`AuditedCluster`, the caller's name
+//! and reason); steps 1 and 3 are its mechanics and are not audited on their own.
 //!
 //! **Membership changes** apply to the global group first, then to every region group,
 //! so every group keeps the same voters.
 
+use idem_core::command::Audited;
 use idem_core::placement::{ClusterChange, GroupChange, GroupId, GLOBAL_GROUP};
 use idem_core::{Command, Outcome, Placement, Rejection};
 use idem_proto::reason;
@@ -40,14 +42,17 @@ pub(super) async fn run(
             router.global().read_barrier().await?;
             Ok(PlacementAnswer::Config(router.config()))
         }
-        PlacementCall::Change(ClusterChange::Bind { tenant, region }) => {
-            bind(router, tenant, region).await
-        }
-        PlacementCall::Change(ClusterChange::Unbind { tenant }) => unbind(router, tenant).await,
-        PlacementCall::Change(change) => {
-            let placement = propose(&router.global(), Command::Cluster(change)).await?;
-            Ok(PlacementAnswer::Config(placement.cluster))
-        }
+        PlacementCall::Change(audited) => match &audited.change {
+            ClusterChange::Bind { tenant, region } => {
+                bind(router, tenant.clone(), region.clone(), audited).await
+            }
+            ClusterChange::Unbind { tenant } => unbind(router, tenant.clone(), audited).await,
+            _ => {
+                let command = Command::AuditedCluster(audited);
+                let placement = propose(&router.global(), command).await?;
+                Ok(PlacementAnswer::Config(placement.cluster))
+            }
+        },
         PlacementCall::ConfirmFailover {
             group,
             new_home,
@@ -93,6 +98,7 @@ async fn bind(
     router: &Router,
     tenant: String,
     region: String,
+    audited: Audited<ClusterChange>,
 ) -> Result<PlacementAnswer, RequestError> {
     let global = router.global();
     global.read_barrier().await?;
@@ -112,17 +118,17 @@ async fn bind(
         let old_group = config.regions.get(old).copied().unwrap_or(GLOBAL_GROUP);
         release(router, old_group, &tenant).await?;
     }
-    let bind = ClusterChange::Bind {
-        tenant: tenant.clone(),
-        region: region.clone(),
-    };
-    let placement = propose(&global, Command::Cluster(bind)).await?;
+    let placement = propose(&global, Command::AuditedCluster(audited)).await?;
     admit(router, target, &tenant).await?;
     tracing::info!(%tenant, %region, "tenant bound to its home region");
     Ok(PlacementAnswer::Config(placement.cluster))
 }
 
-async fn unbind(router: &Router, tenant: String) -> Result<PlacementAnswer, RequestError> {
+async fn unbind(
+    router: &Router,
+    tenant: String,
+    audited: Audited<ClusterChange>,
+) -> Result<PlacementAnswer, RequestError> {
     let global = router.global();
     global.read_barrier().await?;
     let config = router.config();
@@ -131,10 +137,7 @@ async fn unbind(router: &Router, tenant: String) -> Result<PlacementAnswer, Requ
     };
     let old_group = config.regions.get(old).copied().unwrap_or(GLOBAL_GROUP);
     release(router, old_group, &tenant).await?;
-    let unbind = ClusterChange::Unbind {
-        tenant: tenant.clone(),
-    };
-    let placement = propose(&global, Command::Cluster(unbind)).await?;
+    let placement = propose(&global, Command::AuditedCluster(audited)).await?;
     tracing::info!(%tenant, "tenant given back to the global group");
     Ok(PlacementAnswer::Config(placement.cluster))
 }

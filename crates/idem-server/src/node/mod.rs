@@ -123,6 +123,7 @@ impl Node {
             groups.clone(),
             raft_listener,
             peer_tls,
+            config.auth.mode,
         );
         let backend = Arc::new(Router::new(
             groups.clone(),

@@ -28,6 +28,7 @@ impl RaftPort {
         groups: GroupSet,
         listener: TcpListener,
         tls: Option<Arc<ReloadingTls>>,
+        auth: crate::auth::AuthMode,
     ) -> Self {
         let stop = CancellationToken::new();
         let options = idem_raft::NetworkOptions {
@@ -47,7 +48,7 @@ impl RaftPort {
         let server = idem_raft::server_builder(&options)
             .max_concurrent_streams(limits.max_concurrent_streams)
             .add_service(raft.into_server())
-            .add_service(ForwardService::server(groups.clone()))
+            .add_service(ForwardService::server(groups.clone(), auth))
             .serve_with_incoming_shutdown(
                 port_incoming(incoming(listener), tls),
                 stop.clone().cancelled_owned(),

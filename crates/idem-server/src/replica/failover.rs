@@ -16,7 +16,11 @@
 //!
 //! An operator ends a failover for good by confirming a new home (`ConfirmHome`, audited;
 //! `groups::configure`).
+//!
+//! Both changes are automatic, so they are audited as the leader that logged them,
+//! `node:<id>`, in the same write set as the change.
 
+use idem_core::command::Audited;
 use idem_core::placement::{GroupChange, GLOBAL_GROUP};
 use idem_core::{Command, Outcome, Rejection};
 use tokio::time::Instant;
@@ -68,7 +72,11 @@ impl Replica {
             leader_id: self.node_id,
             leader_region: self.region.clone(),
         };
-        self.log_change(enter, deadline).await?;
+        let why = format!(
+            "leader in region {} while the home region is {}",
+            self.region, group.home
+        );
+        self.log_change(enter, why, deadline).await?;
         tracing::warn!(group = self.group, home = %group.home, region = %self.region, "leading outside the home region: failover recorded; HIGH-risk claims are refused");
         Ok(true)
     }
@@ -86,14 +94,22 @@ impl Replica {
         let end = GroupChange::EndFailover {
             leader_id: self.node_id,
         };
-        self.log_change(end, deadline).await?;
+        let why = format!("leadership is back in the home region {}", group.home);
+        self.log_change(end, why, deadline).await?;
         tracing::info!(group = self.group, home = %group.home, "leadership is home again: failover ended");
         Ok(true)
     }
 
-    /// Proposes a group change on this node, which leads.
-    async fn log_change(&self, change: GroupChange, deadline: Instant) -> Result<(), RequestError> {
-        match Box::pin(self.propose_local(Command::Group(change), deadline)).await? {
+    /// Proposes a group change on this node, which leads, audited as `node:<id>`.
+    async fn log_change(
+        &self,
+        change: GroupChange,
+        reason: String,
+        deadline: Instant,
+    ) -> Result<(), RequestError> {
+        let audited = Audited::new(change, format!("node:{}", self.node_id), reason);
+        let command = Command::AuditedGroup(audited);
+        match Box::pin(self.propose_local(command, deadline)).await? {
             Outcome::Placement(_) => Ok(()),
             Outcome::Rejected(rejection) => Err(RequestError::Rejected(rejection)),
             other => Err(RequestError::Internal(format!(

@@ -11,7 +11,8 @@
 //! Channels are connected eagerly and cached per address, so a connect failure is known
 //! to have happened before sending. With `[peer_tls]` they are mutual TLS connections
 //! ([`idem_raft::PeerTls`]): the leader's Raft port accepts `Forward` only from
-//! certificates of the cluster CA.
+//! certificates of the cluster CA. Every call carries the principal of the client call it
+//! serves ([`super::caller`]), which the leader re-checks.
 
 use std::collections::HashMap;
 use std::error::Error as _;
@@ -96,8 +97,12 @@ impl Forwarder {
         let mut request = tonic::Request::new(rpb::ForwardRequest {
             group,
             payload: payload.into(),
+            principal: super::caller::current()
+                .as_ref()
+                .map(super::caller::to_wire),
         });
         request.set_timeout(timeout);
+        crate::telemetry::context::inject(request.metadata_mut());
         let answer = match kind {
             ForwardKind::Propose => client.propose(request).await,
             ForwardKind::ReadIndex => client.read_index(request).await,

@@ -23,6 +23,7 @@
 //!   (the leader confirms its leadership with a quorum), then waits until its own state
 //!   machine applied that index before reading locally.
 
+pub mod caller;
 mod failover;
 pub mod forward;
 pub mod forwardable;
@@ -32,7 +33,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use idem_core::{Command, OperationId, Outcome, Record, RecordKey, Timestamp};
+use idem_core::placement::GroupId;
+use idem_core::{AuditEntry, Command, OperationId, Outcome, Record, RecordKey, Timestamp};
 use idem_proto::raft_v1::forward_reply::Result as Reply;
 use idem_store::{NodeInfo, Request, StateReader, TypeConfig};
 use openraft::async_runtime::WatchReceiver;
@@ -596,6 +598,18 @@ impl Backend for Replica {
         limit: usize,
     ) -> Result<Vec<Record>, RequestError> {
         self.reader.scan(prefix, after, limit).map_err(store_error)
+    }
+
+    fn audit(
+        &self,
+        group: GroupId,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<AuditEntry>, RequestError> {
+        if group != self.group {
+            return Err(crate::backend::no_such_group(group));
+        }
+        self.reader.audit(from, limit).map_err(store_error)
     }
 
     fn due(&self, now: Timestamp, limit: usize) -> Result<usize, RequestError> {

@@ -5,6 +5,7 @@
 //! idem-core types once, so validation errors read the same for every command.
 
 mod admin;
+mod audit;
 mod auth;
 mod cert;
 mod claim;
@@ -19,8 +20,9 @@ use idem_client::{Client, ClientError, ClientOptions, RetryPolicy, Target, TlsOp
 use idem_core::{ErrorSummary, IdempotencyKey, OperationId, RecordKey, Scope, StoredResult};
 
 use crate::cli::{
-    AuthCommand, Cli, ClusterCommand, Command, ErrorArgs, FailoverCommand, KeyArgs, LeaderCommand,
-    MemberCommand, OpCommand, RegionCommand, ResultArgs, SnapshotCommand, TenantCommand,
+    AuditCommand, AuthCommand, Cli, ClusterCommand, Command, ErrorArgs, FailoverCommand, KeyArgs,
+    LeaderCommand, MemberCommand, OpCommand, RegionCommand, ResultArgs, SnapshotCommand,
+    TenantCommand,
 };
 use crate::error::CliError;
 use crate::output::Doc;
@@ -57,6 +59,7 @@ pub async fn run(cli: Cli) -> Result<Doc, CliError> {
             unreachable!("answered above, without a connection")
         }
         Command::Status => admin::status(&client).await,
+        Command::Audit(AuditCommand::List(args)) => audit::list(&client, args).await,
         Command::Member(MemberCommand::List) => cluster::list(&client).await,
         Command::Member(MemberCommand::Add(args)) => cluster::add(&client, args).await,
         Command::Member(MemberCommand::Promote(args)) => cluster::promote(&client, args.id).await,
