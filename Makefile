@@ -59,9 +59,10 @@ compose-test: ## The image in containers: 5 nodes in 3 regions on Docker Compose
 	deploy/compose/test.sh
 	deploy/k8s/start-test.sh
 
-deploy-check: ## Offline checks of deploy/: Kubernetes manifests against the schemas, systemd unit, compose file and certificates (~6 s; nothing is started).
+deploy-check: ## Offline checks of deploy/: Kubernetes manifests against the schemas, systemd unit, compose file and certificates, alert rules (promtool) and the dashboard's metrics against a dev node on loopback (~10 s).
 	@scripts/bootstrap.sh --deploy
 	deploy/k8s/check.sh
 	deploy/systemd/check.sh
+	deploy/observability/check.sh
 	docker-compose -f deploy/compose/docker-compose.yml config -q && echo "compose: ok: docker-compose.yml is valid"
 	dir=$$(mktemp -d) && deploy/compose/certs.sh "$$dir/certs"; status=$$?; rm -rf "$$dir"; exit $$status

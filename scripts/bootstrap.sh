@@ -8,9 +8,10 @@
 #   fuse3            fusermount3, for idem-faultfs (FUSE without libfuse headers; /dev/fuse too)
 #   etcd-server etcd-client         only with --bench: the store `make bench` compares against
 #   --python                        the Python client's virtual environment (clients/python/scripts/venv.sh)
-#   --deploy         mmdebstrap docker-compose systemd python3-venv openssl: the image's local bases,
-#                    the compose test and the offline checks of deploy/ (make image,
-#                    compose-test, deploy-check; kubectl comes with the machine)
+#   --deploy         mmdebstrap docker-compose systemd python3-venv openssl prometheus: the image's
+#                    local bases, the compose test and the offline checks of deploy/ (make image,
+#                    compose-test, deploy-check: promtool for the alert rules; kubectl comes
+#                    with the machine)
 #
 # Idempotent and quiet when everything is present. Needs root (or sudo) to install.
 set -euo pipefail
@@ -26,7 +27,7 @@ if [[ "${1:-}" == --bench ]]; then
   packages+=(etcd-server etcd-client)
 fi
 if [[ "${1:-}" == --deploy ]]; then
-  packages=(mmdebstrap docker-compose systemd python3-venv openssl)
+  packages=(mmdebstrap docker-compose systemd python3-venv openssl prometheus)
 fi
 
 missing=()

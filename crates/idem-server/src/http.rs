@@ -6,6 +6,7 @@
 //! the reason, so a probe takes the node out of rotation during an election or after a
 //! storage failure.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::Backend;
 use crate::metrics::Metrics;
 use crate::stats::StatsCache;
+use crate::usage::Usage;
 
 /// What the HTTP handlers read.
 #[derive(Clone)]
@@ -29,6 +31,8 @@ pub struct HttpState {
     pub metrics: Arc<Metrics>,
     /// Record statistics, shared with `Admin.Status`.
     pub stats: Arc<StatsCache>,
+    /// The data directory, measured for `idem_data_dir_bytes` and `idem_snapshot_bytes`.
+    pub data_dir: PathBuf,
 }
 
 /// The router of the HTTP port.
@@ -57,6 +61,11 @@ async fn metrics(State(state): State<HttpState>) -> impl IntoResponse {
             .metrics
             .set_records(&stats, state.backend.now().millis()),
         Err(error) => tracing::warn!(%error, "record statistics unavailable for /metrics"),
+    }
+    let data_dir = state.data_dir.clone();
+    match tokio::task::spawn_blocking(move || Usage::sample(&data_dir)).await {
+        Ok(usage) => state.metrics.set_usage(&usage),
+        Err(error) => tracing::warn!(%error, "disk usage unavailable for /metrics"),
     }
     (
         [(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)],

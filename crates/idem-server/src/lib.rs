@@ -36,6 +36,7 @@ pub mod stats;
 pub mod sweep;
 pub mod telemetry;
 pub mod tls;
+pub mod usage;
 
 pub use cluster::{ClusterConfig, InitialMember};
 pub use config::{Config, ConfigError, LogFormat};

@@ -32,10 +32,6 @@ fn main() -> ExitCode {
         print!("{}", config.to_toml());
         return ExitCode::SUCCESS;
     }
-    if let Err(error) = telemetry::init(config.log_format, &config.log_level) {
-        eprintln!("idemd: cannot initialise logging: {error}");
-        return ExitCode::from(2);
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("idemd")
@@ -43,11 +39,27 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            tracing::error!(%error, "cannot start the async runtime");
+            eprintln!("idemd: cannot start the async runtime: {error}");
             return ExitCode::from(1);
         }
     };
+    // Inside the runtime: the trace exporter's gRPC channel is spawned on it.
+    let telemetry = match runtime.block_on(async {
+        telemetry::init(
+            config.log_format,
+            &config.log_level,
+            config.telemetry.otlp_endpoint.as_deref(),
+        )
+    }) {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("idemd: cannot initialise logging: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let code = runtime.block_on(run(config));
+    // The last spans, while the runtime that carries the exporter's channel still runs.
+    telemetry.shutdown();
     // Do not wait for stray blocking tasks (a stuck scan) once the node has stopped.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     code

@@ -16,6 +16,7 @@ use prometheus::{
 
 use crate::backend::RaftStatus;
 use crate::stats::RecordStats;
+use crate::usage::Usage;
 
 /// Every metric of a node.
 pub struct Metrics {
@@ -71,6 +72,18 @@ pub struct Metrics {
     pub group_failover_seconds: GaugeVec,
     /// `idem_group_leader_home{group}`: 1 when the region group's leader is in its home.
     pub group_leader_home: IntGaugeVec,
+    /// `idem_group_term{group}`: the region group's current Raft term.
+    pub group_term: IntGaugeVec,
+    /// `idem_group_has_leader{group}`: 1 when this node knows the region group's leader.
+    pub group_has_leader: IntGaugeVec,
+    /// `idem_group_is_leader{group}`: 1 when this node leads the region group.
+    pub group_is_leader: IntGaugeVec,
+    /// `idem_data_dir_bytes`: bytes of every file under the data directory.
+    pub data_dir_bytes: IntGauge,
+    /// `idem_snapshot_bytes`: bytes of the current Raft snapshots (every group's).
+    pub snapshot_bytes: IntGauge,
+    /// `idem_process_resident_memory_bytes`: the process's resident set size.
+    pub resident_memory_bytes: IntGauge,
     /// `idem_raft_term`.
     pub raft_term: IntGauge,
     /// `idem_raft_is_leader`: 1 on the leader.
@@ -176,6 +189,12 @@ impl Metrics {
             group_failover: gauge_vec(&r, "idem_group_failover", "1 while the region group is in failover (its leader outside its home region).", &["group"]),
             group_failover_seconds: float_gauge_vec(&r, "idem_group_failover_seconds", "How long the region group's current failover has lasted; 0 when none.", &["group"]),
             group_leader_home: gauge_vec(&r, "idem_group_leader_home", "1 when the region group's leader is in its home region.", &["group"]),
+            group_term: gauge_vec(&r, "idem_group_term", "Current Raft term of the region group.", &["group"]),
+            group_has_leader: gauge_vec(&r, "idem_group_has_leader", "1 when this node knows the region group's leader.", &["group"]),
+            group_is_leader: gauge_vec(&r, "idem_group_is_leader", "1 when this node is the region group's leader.", &["group"]),
+            data_dir_bytes: gauge(&r, "idem_data_dir_bytes", "Bytes of every file under the node's data directory (RocksDB, Raft logs, snapshots), measured when scraped."),
+            snapshot_bytes: gauge(&r, "idem_snapshot_bytes", "Bytes of the node's current Raft snapshot files, every group's, measured when scraped."),
+            resident_memory_bytes: gauge(&r, "idem_process_resident_memory_bytes", "Resident set size of the idemd process, read when scraped."),
             raft_term: gauge(&r, "idem_raft_term", "Current Raft term."),
             raft_is_leader: gauge(&r, "idem_raft_is_leader", "1 when this node is the Raft leader."),
             raft_has_leader: gauge(&r, "idem_raft_has_leader", "1 when this node knows a Raft leader."),
@@ -209,6 +228,16 @@ impl Metrics {
         self.records_scan_truncated.set(i64::from(stats.truncated));
         let age_ms = stats.oldest_active_age_ms(now_ms);
         self.oldest_active_age.set(age_ms as f64 / 1000.0);
+    }
+
+    /// Refreshes the disk and memory gauges from a sample.
+    pub fn set_usage(&self, usage: &Usage) {
+        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.data_dir_bytes.set(int(usage.data_dir_bytes));
+        self.snapshot_bytes.set(int(usage.snapshot_bytes));
+        if let Some(rss) = usage.resident_bytes {
+            self.resident_memory_bytes.set(int(rss));
+        }
     }
 
     /// The text exposition of every metric.
@@ -267,7 +296,15 @@ mod tests {
             .with_label_values(&["1"])
             .set(2.5);
         metrics.group_leader_home.with_label_values(&["1"]).set(0);
+        metrics.group_term.with_label_values(&["1"]).set(3);
+        metrics.group_has_leader.with_label_values(&["1"]).set(1);
+        metrics.group_is_leader.with_label_values(&["1"]).set(0);
         metrics.set_records(&RecordStats::default(), 0);
+        metrics.set_usage(&Usage {
+            data_dir_bytes: 10,
+            snapshot_bytes: 4,
+            resident_bytes: Some(2048),
+        });
         let text = metrics.render();
         for name in [
             "idem_claims_total",
@@ -290,6 +327,12 @@ mod tests {
             "idem_group_failover",
             "idem_group_failover_seconds",
             "idem_group_leader_home",
+            "idem_group_term",
+            "idem_group_has_leader",
+            "idem_group_is_leader",
+            "idem_data_dir_bytes",
+            "idem_snapshot_bytes",
+            "idem_process_resident_memory_bytes",
             "idem_raft_term",
             "idem_raft_is_leader",
             "idem_raft_has_leader",
@@ -303,5 +346,9 @@ mod tests {
             );
         }
         assert!(text.contains("idem_records{state=\"NEEDS_RECONCILIATION\"} 0"));
+        assert!(text.contains("idem_group_term{group=\"1\"} 3"));
+        assert!(text.contains("idem_data_dir_bytes 10"));
+        assert!(text.contains("idem_snapshot_bytes 4"));
+        assert!(text.contains("idem_process_resident_memory_bytes 2048"));
     }
 }

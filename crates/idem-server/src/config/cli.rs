@@ -79,6 +79,10 @@ pub struct Cli {
     /// tenants; re-read when it changes) [env: IDEM_AUTH_CREDENTIALS]
     #[arg(long, value_name = "FILE")]
     auth_credentials: Option<String>,
+    /// Export spans as OpenTelemetry traces to this OTLP/gRPC collector
+    /// (http://host:4317); off when unset [env: IDEM_OTLP_ENDPOINT]
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
     /// Raft leader heartbeat interval [env: IDEM_RAFT_HEARTBEAT_INTERVAL] [default: 250ms]
     #[arg(long, value_name = "DURATION")]
     raft_heartbeat_interval: Option<String>,

@@ -31,6 +31,7 @@ mod cli;
 mod file;
 mod limits;
 mod sources;
+mod telemetry;
 #[cfg(test)]
 mod tests;
 mod tls;
@@ -38,6 +39,7 @@ mod values;
 
 pub use auth::AuthConfig;
 pub use cli::Cli;
+pub use telemetry::TelemetryConfig;
 pub use tls::{ClientAuth, PeerTlsConfig, TlsConfig};
 pub use values::format_duration;
 
@@ -151,6 +153,8 @@ pub struct Config {
     pub cluster: ClusterConfig,
     /// Authentication of API calls (`[auth]`).
     pub auth: AuthConfig,
+    /// Trace export (`[telemetry]`); off by default.
+    pub telemetry: TelemetryConfig,
 }
 
 impl Default for Config {
@@ -180,6 +184,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             cluster: ClusterConfig::default(),
             auth: AuthConfig::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
@@ -317,6 +322,10 @@ impl Config {
         raft.insert("snapshot_logs".into(), int(self.raft.snapshot_logs));
         root.insert("raft".into(), toml::Value::Table(raft));
         root.insert("auth".into(), toml::Value::Table(self.auth.to_toml()));
+        root.insert(
+            "telemetry".into(),
+            toml::Value::Table(self.telemetry.to_toml()),
+        );
 
         let default = &self.policies.default;
         let mut policy = toml::Table::new();
@@ -433,6 +442,7 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
     let policies = build_policies(sources, &mut p);
     let cluster = build_cluster(sources, &mut p);
     let auth = auth::build(sources, &mut p);
+    let telemetry = telemetry::build(sources, &mut p);
     let limits = limits::build_limits(sources, &mut p);
     p.extend(cluster.problems(node_id, raft_addr, api_addr));
     if !p.is_empty() {
@@ -463,6 +473,7 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
         limits,
         cluster,
         auth,
+        telemetry,
     })
 }
 

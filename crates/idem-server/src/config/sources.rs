@@ -58,6 +58,7 @@ pub(super) const POLICY_MAX_RESULT: Key =
 
 pub(super) const AUTH_MODE: Key = key!("auth.mode", "auth");
 pub(super) const AUTH_CREDENTIALS: Key = key!("auth.credentials", "auth_credentials");
+pub(super) const TELEMETRY_OTLP_ENDPOINT: Key = key!("telemetry.otlp_endpoint", "otlp_endpoint");
 pub(super) const LOG_KEY_FILE: Key = key!("log_key_file", "log_key_file");
 
 pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
@@ -86,9 +87,11 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "cluster",
     "auth",
     "limits",
+    "telemetry",
 ];
 pub(super) const CLUSTER_KEYS: &[&str] = &["initial_members", "join"];
 pub(super) const AUTH_KEYS: &[&str] = &["mode", "credentials"];
+pub(super) const TELEMETRY_KEYS: &[&str] = &["otlp_endpoint"];
 pub(super) const RAFT_KEYS: &[&str] = &["heartbeat_interval", "election_timeout", "snapshot_logs"];
 pub(super) const POLICY_KEYS: &[&str] = &["lease", "retention", "risk", "max_result_bytes"];
 pub(super) const ENDPOINT_POLICY_KEYS: &[&str] = &[
@@ -233,6 +236,9 @@ pub(super) fn unknown_keys(table: &toml::Table, path: &Path) -> Vec<String> {
     if let Some(auth) = table.get("auth").and_then(toml::Value::as_table) {
         check("auth.", auth, AUTH_KEYS);
     }
+    if let Some(telemetry) = table.get("telemetry").and_then(toml::Value::as_table) {
+        check("telemetry.", telemetry, TELEMETRY_KEYS);
+    }
     if let Some(endpoints) = table.get("policies").and_then(toml::Value::as_table) {
         for (endpoint, value) in endpoints {
             if let Some(custom) = value.as_table() {
@@ -244,7 +250,7 @@ pub(super) fn unknown_keys(table: &toml::Table, path: &Path) -> Vec<String> {
             }
         }
     }
-    for section in ["raft", "policy", "policies", "cluster", "auth"] {
+    for section in ["raft", "policy", "policies", "cluster", "auth", "telemetry"] {
         if let Some(value) = table.get(section).filter(|v| !v.is_table()) {
             problems.push(format!(
                 "{section} (in file {}): expected a table, got a {}",

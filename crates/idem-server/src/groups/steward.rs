@@ -154,6 +154,16 @@ impl Steward {
             .group_failover_seconds
             .with_label_values(&[&label])
             .set(seconds);
+        let term = i64::try_from(metrics.current_term).unwrap_or(i64::MAX);
+        let has_leader = i64::from(metrics.current_leader.is_some());
+        let is_leader = i64::from(metrics.current_leader == Some(self.node_id));
+        for (gauge, value) in [
+            (&self.metrics.group_term, term),
+            (&self.metrics.group_has_leader, has_leader),
+            (&self.metrics.group_is_leader, is_leader),
+        ] {
+            gauge.with_label_values(&[&label]).set(value);
+        }
     }
 }
 

@@ -178,6 +178,7 @@ impl Node {
                 backend: Arc::clone(&dyn_backend),
                 metrics: Arc::clone(&metrics),
                 stats,
+                data_dir: config.data_dir.clone(),
             }),
             shutdown.clone(),
         ));
