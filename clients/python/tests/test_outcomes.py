@@ -145,3 +145,28 @@ async def test_async_client_has_the_same_surface(node: object, target: Target) -
         assert (await client.get_operation(claim.operation_id)).record.fence == 1
         with pytest.raises(errors.StaleFence):
             await client.release(target, 7)
+
+
+def test_a_stored_body_is_replayed_verbatim_and_older_results_have_none(client: Client) -> None:
+    with_body = new_target()
+    claim = client.claim(with_body, CHARGE, max_result_bytes=4096)
+    body = b'{"id":"ch_9","amount":1000}'
+    result = StoredResult(201, resource_id="ch_9", body=body, content_type="application/json")
+    client.complete(with_body, claim.fence or 0, result)
+    replay = client.claim(with_body, CHARGE)
+    assert replay.outcome is ClaimOutcome.COMPLETED and replay.result == result
+    assert replay.result is not None and replay.result.body == body
+
+    plain = new_target()
+    claim = client.claim(plain, CHARGE)
+    client.complete(plain, claim.fence or 0, StoredResult(201, resource_id="ch_10"))
+    replay = client.claim(plain, CHARGE)
+    assert replay.result is not None and replay.result.body is None and replay.result.content_type == ""
+
+
+def test_a_body_over_max_result_bytes_is_refused_and_nothing_changes(client: Client, target: Target) -> None:
+    claim = client.claim(target, CHARGE, max_result_bytes=64)
+    with pytest.raises(errors.ResultTooLarge):
+        client.complete(target, claim.fence or 0, StoredResult(201, body=b"x" * 128, content_type="text/plain"))
+    record = client.get(target).record
+    assert record is not None and record.state is State.PENDING and record.result is None

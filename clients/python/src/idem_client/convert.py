@@ -32,6 +32,9 @@ from .types import (
 
 E = TypeVar("E", bound=enum.Enum)
 
+RESULT_WITH_BODY = 1
+"""``StoredResult.result_version`` of a result that carries a verbatim body."""
+
 
 def bad(message: str) -> InvalidResponse:
     """An :class:`InvalidResponse` with `message`."""
@@ -94,13 +97,18 @@ def fingerprint_to_wire(fingerprint: Fingerprint) -> pb.Fingerprint:
 
 
 def result_to_wire(result: StoredResult) -> pb.StoredResult:
-    """The wire result (``purged`` is never sent)."""
-    return pb.StoredResult(
+    """The wire result (``purged`` is never sent); a body makes it result version 1."""
+    wire = pb.StoredResult(
         status_code=result.status_code,
         resource_id=result.resource_id,
         resource_version=result.resource_version,
         fields=dict(result.fields),
     )
+    if result.body is not None:
+        wire.result_version = RESULT_WITH_BODY
+        wire.body = result.body
+        wire.content_type = result.content_type
+    return wire
 
 
 def result_from_wire(result: pb.StoredResult) -> StoredResult:
@@ -111,6 +119,8 @@ def result_from_wire(result: pb.StoredResult) -> StoredResult:
         resource_version=result.resource_version,
         fields=dict(result.fields),
         purged=result.purged,
+        body=result.body if result.result_version == RESULT_WITH_BODY else None,
+        content_type=result.content_type,
     )
 
 

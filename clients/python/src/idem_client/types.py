@@ -88,14 +88,22 @@ class Target:
 
 @dataclass(frozen=True)
 class StoredResult:
-    """What is stored to answer a retry of a completed operation (never secrets or bodies)."""
+    """What is stored to answer a retry of a completed operation (never one-time secrets).
+
+    By default a replay is re-rendered by the service from the resource id and version. A
+    route that opts in stores the first answer's ``body`` verbatim (bytes, with its
+    ``content_type``), counted against the record's ``max_result_bytes``; ``None`` means the
+    result has no stored body (result version 0 on the wire, the form of older records).
+    """
 
     status_code: int
     resource_id: str = ""
     resource_version: str = ""
     fields: dict[str, str] = field(default_factory=dict)
     purged: bool = False
-    """True once ``Admin.PurgeSubject`` scrubbed the fields (ignored on input)."""
+    """True once ``Admin.PurgeSubject`` scrubbed the fields and body (ignored on input)."""
+    body: bytes | None = None
+    content_type: str = ""
 
 
 @dataclass(frozen=True)
