@@ -62,13 +62,29 @@ fn load(path: &Path) -> Result<File, CliError> {
     }
 }
 
-/// Writes the file whole, through a temporary file and a rename (the nodes never read half).
+/// Writes the file whole, through a synced temporary file and a rename (the nodes never read
+/// half). The file is readable by its owner only (0600): it names every principal and role.
 fn save(path: &Path, file: &File) -> Result<(), CliError> {
     let text = toml::to_string(file).map_err(|e| usage(e.to_string()))?;
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text)
+    write_private(&tmp, text.as_bytes())
         .and_then(|()| std::fs::rename(&tmp, path))
         .map_err(|e| usage(format!("{}: {e}", path.display())))
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    // A leftover temporary file keeps its old mode: set it explicitly.
+    out.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    out.write_all(bytes)?;
+    out.sync_all()
 }
 
 fn random_token() -> Result<String, CliError> {
@@ -154,6 +170,12 @@ mod tests {
             panic!("create prints the token: {doc:?}");
         };
         let stored = std::fs::read_to_string(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o600,
+            "owner only"
+        );
         assert!(
             bare.starts_with("idem_") && !stored.contains(bare),
             "{stored}"
