@@ -2,7 +2,7 @@
 //! families and the core metadata.
 //!
 //! ```text
-//! "IDEMSNAP" | version: u32 BE (= 1)
+//! "IDEMSNAP" | version: u32 BE (= 2)
 //! frame*     : tag: u8 (1..=6) | key_len: u32 BE | key | value_len: u32 BE | value
 //! end        : tag 0 | frame count: u64 BE | SHA-256 of every byte before the digest
 //! ```
