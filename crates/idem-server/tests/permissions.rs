@@ -8,6 +8,7 @@ use std::time::Duration;
 use idem_proto::testing::requests;
 use idem_proto::v1 as pb;
 use idem_proto::v1::admin_client::AdminClient;
+use idem_proto::v1::backup_client::BackupClient;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
 use idem_proto::{reason, status};
 use idem_server::auth::{token_digest, AuthMode};
@@ -291,5 +292,32 @@ async fn a_revoked_token_stops_working_within_a_second() {
         .check(tonic_health::pb::HealthCheckRequest::default())
         .await
         .unwrap();
+    node.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backups_need_an_admin_of_every_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = start(dir.path()).await;
+    let mut backup = BackupClient::new(channel(&node).await);
+    let save = |token| with_token(pb::SaveSnapshotRequest {}, token);
+
+    let error = backup.save_snapshot(save(None)).await.unwrap_err();
+    refused(&error, Code::Unauthenticated, reason::UNAUTHENTICATED);
+    for token in [ACME_WORKER, OPERATOR] {
+        let error = backup.save_snapshot(save(Some(token))).await.unwrap_err();
+        refused(&error, Code::PermissionDenied, reason::ROLE_FORBIDDEN);
+    }
+    let mut stream = backup
+        .save_snapshot(save(Some(ADMIN)))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut messages = 0;
+    while let Some(message) = stream.message().await.unwrap() {
+        assert!(message.part.is_some());
+        messages += 1;
+    }
+    assert!(messages >= 3, "header, bytes and trailer: {messages}");
     node.shutdown().await.unwrap();
 }

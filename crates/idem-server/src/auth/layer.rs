@@ -1,8 +1,9 @@
 //! The tower layer that authenticates every call before the services see it.
 //!
-//! It runs on the whole gRPC router: calls to `idem.v1.Idempotency` and `idem.v1.Admin` get
-//! their [`Principal`] in the request extensions or are answered `UNAUTHENTICATED` here;
-//! gRPC health and reflection pass without one. The whole call runs inside
+//! It runs on the whole gRPC router: every call gets its [`Principal`] in the request
+//! extensions or is answered `UNAUTHENTICATED` here, except gRPC health and reflection, which
+//! pass without one. Deny by default: a service added to the port later (as `idem.v1.Backup`
+//! was) is guarded without anyone having to remember it. The whole call runs inside
 //! [`crate::replica::caller::scope`], so what it forwards to the leader carries the
 //! principal.
 
@@ -16,8 +17,13 @@ use super::authenticator::Authenticator;
 use super::principal::Principal;
 use crate::tls::ClientIdentity;
 
-/// Paths that need a principal.
-const GUARDED: [&str; 2] = ["/idem.v1.Idempotency/", "/idem.v1.Admin/"];
+/// Path prefixes that pass without a principal: health checks (load balancers, probes) and
+/// server reflection (tooling discovers the schema; it reveals no data).
+const OPEN: [&str; 3] = [
+    "/grpc.health.v1.Health/",
+    "/grpc.reflection.v1.ServerReflection/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+];
 
 /// The layer for `tonic::transport::Server::layer`.
 #[derive(Clone, Debug)]
@@ -66,7 +72,7 @@ where
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
         let path = request.uri().path();
-        if !GUARDED.iter().any(|prefix| path.starts_with(prefix)) {
+        if OPEN.iter().any(|prefix| path.starts_with(prefix)) {
             return Either::Left(self.inner.call(request));
         }
         let identity = request.extensions().get::<ClientIdentity>();
