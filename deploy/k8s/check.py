@@ -7,7 +7,9 @@ VOTERS: the number of nodes the overlay must run; REGIONS: their regions, e.g. "
 "eu:2,us:2,ap:1". Checks that every pod has its per-pod Service (named like the pod,
 selecting it, publishing it before it is ready, with the API and Raft ports), that node
 ids (ordinal + 1) are unique and exactly one pod has ordinal 0 (the bootstrapper), that each
-StatefulSet's IDEM_REGION matches its nodeSelector, that the governing Service is headless,
+StatefulSet's IDEM_REGION matches its nodeSelector, that TLS (both ports) and authentication
+are on, with their files from the required Secrets idem-tls and idem-credentials, that the
+governing Service is headless,
 that the PodDisruptionBudget selects the nodes and keeps a majority, that the start script
 in the ConfigMap is the one in base/, and that no Service is left without its pod.
 Prints one line per problem and exits 1 if there is any.
@@ -26,6 +28,44 @@ def env_value(container, name):
         if entry["name"] == name:
             return entry.get("value")
     return None
+
+
+# TLS and authentication: the variable, and the file of the Secret it must name.
+SECURE_ENV = {
+    "IDEM_TLS_CERT": ("idem-tls", "tls.crt"),
+    "IDEM_TLS_KEY": ("idem-tls", "tls.key"),
+    "IDEM_PEER_TLS_CERT": ("idem-tls", "tls.crt"),
+    "IDEM_PEER_TLS_KEY": ("idem-tls", "tls.key"),
+    "IDEM_PEER_TLS_CA": ("idem-tls", "ca.crt"),
+    "IDEMCTL_CACERT": ("idem-tls", "ca.crt"),
+    "IDEM_AUTH_CREDENTIALS": ("idem-credentials", "credentials.toml"),
+}
+
+
+def secure_problems(name, template, container):
+    """Each TLS and auth variable names a file that a required Secret volume mounts."""
+    problems = []
+    mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
+    volumes = {v["name"]: v for v in template.get("volumes", [])}
+    files = {}
+    for volume_name, mount in mounts.items():
+        secret = volumes.get(volume_name, {}).get("secret")
+        if secret is None:
+            continue
+        if secret.get("optional"):
+            problems.append(f"{name}: Secret {secret['secretName']} is optional; it must be required")
+        keys = [item["path"] for item in secret.get("items", [])]
+        for key in keys:
+            files[f"{mount}/{key}"] = (secret["secretName"], key)
+    for variable, wanted in SECURE_ENV.items():
+        value = env_value(container, variable)
+        if value is None:
+            problems.append(f"{name}: {variable} is not set (TLS and authentication are on by default)")
+        elif files.get(value) != wanted:
+            problems.append(f"{name}: {variable}={value} is not {wanted[1]} of Secret {wanted[0]}")
+    if env_value(container, "IDEM_AUTH") not in (None, "on"):
+        problems.append(f"{name}: IDEM_AUTH turns authentication off")
+    return problems
 
 
 def main(path, voters, regions):
@@ -48,6 +88,7 @@ def main(path, voters, regions):
         governing = services.get(spec["serviceName"])
         if governing is None or governing["spec"].get("clusterIP") != "None":
             problems.append(f"{name}: serviceName {spec['serviceName']} is not a headless Service")
+        problems.extend(secure_problems(name, template, container))
         probe = container.get("readinessProbe", {}).get("httpGet", {})
         if probe.get("path") != "/healthz":
             problems.append(f"{name}: readiness probe is not GET /healthz")
