@@ -9,6 +9,25 @@
 //! the encoding so that a future change (a new openraft pin whose serde layout moved, a
 //! new field in idem's `Request`) gets a new [`Format`] value and a mixed cluster refuses
 //! the other format loudly instead of misreading it.
+//!
+//! Two versions travel with every request, because they change for different reasons:
+//!
+//! * `format` ([`FORMAT`]) is the encoding of the openraft messages themselves. Any change
+//!   of it is a new [`Format`] value; a receiver refuses a format it does not speak.
+//! * `entry_version` is the layout of idem's commands inside log entries (idem-store's
+//!   `Request`, idem-core's `Command`): a new command variant, or a new field in one, is a
+//!   new entry version. A receiver refuses entries newer than [`ENTRY_VERSION_READ`], so an
+//!   old node never applies a command it would misread. A release that introduces entry
+//!   version N first ships reading it while still writing N-1 ([`ENTRY_VERSION_WRITTEN`]),
+//!   and only a later release (or a cluster-wide switch, once every member reads N) writes
+//!   it: that is what keeps a rolling upgrade mixed-version safe. Requests of releases
+//!   before versions were sent carry 0, which means 1.
+//!
+//! A refusal answers `FAILED_PRECONDITION` naming both versions, and is logged (at most
+//! once per [`REFUSAL_LOG_INTERVAL`]: a refused leader retries every heartbeat).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use idem_proto::raft_v1::Format;
 use prost::bytes::Bytes;
@@ -18,12 +37,29 @@ use serde::Serialize;
 /// The format this version sends and accepts.
 pub(crate) const FORMAT: Format = Format::BincodeV1;
 
+/// The log-entry version of the commands this release writes (sent as `entry_version`).
+pub const ENTRY_VERSION_WRITTEN: u32 = 1;
+/// The newest log-entry version this release understands.
+pub const ENTRY_VERSION_READ: u32 = 1;
+
+// A release always reads what it writes.
+const _: () = assert!(ENTRY_VERSION_WRITTEN <= ENTRY_VERSION_READ);
+
+/// How often a refusal of a peer's newer version is logged, at most.
+pub(crate) const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
 /// A payload that could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CodecError {
     /// The peer used a format this version does not speak.
-    #[error("unsupported raft payload format {0} (this node speaks {FORMAT:?})")]
+    #[error("unsupported raft payload format {0} (this node speaks {FORMAT:?}): the peer runs a release this one cannot talk to; see the rolling upgrade procedure")]
     UnsupportedFormat(i32),
+    /// The peer sent log entries of a version newer than this node reads.
+    #[error("log entries of version {found}, newer than this node reads ({ENTRY_VERSION_READ}): the peer runs a newer release; upgrade this node before the cluster writes them")]
+    NewerEntries {
+        /// The version the peer sent.
+        found: u32,
+    },
     /// bincode failed.
     #[error("{what}: {source}")]
     Bincode {
@@ -38,7 +74,7 @@ impl CodecError {
     /// The status a server answers for this error.
     pub(crate) fn to_status(&self) -> tonic::Status {
         match self {
-            CodecError::UnsupportedFormat(_) => {
+            CodecError::UnsupportedFormat(_) | CodecError::NewerEntries { .. } => {
                 tonic::Status::failed_precondition(self.to_string())
             }
             CodecError::Bincode { .. } => tonic::Status::invalid_argument(self.to_string()),
@@ -53,6 +89,43 @@ pub(crate) fn check_format(format: i32) -> Result<(), CodecError> {
     } else {
         Err(CodecError::UnsupportedFormat(format))
     }
+}
+
+/// Checks that a request's `entry_version` is one this node reads (0, from a release
+/// before versions were sent, is 1).
+pub(crate) fn check_entry_version(entry_version: u32) -> Result<(), CodecError> {
+    if entry_version <= ENTRY_VERSION_READ {
+        Ok(())
+    } else {
+        Err(CodecError::NewerEntries {
+            found: entry_version,
+        })
+    }
+}
+
+/// Checks both versions of a request: its `format` and its `entry_version`.
+pub(crate) fn check_versions(format: i32, entry_version: u32) -> Result<(), CodecError> {
+    check_format(format)?;
+    check_entry_version(entry_version)
+}
+
+/// The status for a request refused by [`check_versions`], logged loudly but at most once
+/// per [`REFUSAL_LOG_INTERVAL`] for the whole process.
+pub(crate) fn refuse(group: u64, error: &CodecError) -> tonic::Status {
+    static LAST_LOGGED_SECS: AtomicU64 = AtomicU64::new(0);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    let last = LAST_LOGGED_SECS.load(Ordering::Relaxed);
+    if now >= last + REFUSAL_LOG_INTERVAL.as_secs()
+        && LAST_LOGGED_SECS
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        tracing::error!(group, %error, "refusing a raft request from a peer of another version");
+    }
+    error.to_status()
 }
 
 /// Encodes `value` in [`FORMAT`].
@@ -198,5 +271,21 @@ mod tests {
         assert_eq!(err.to_status().code(), tonic::Code::FailedPrecondition);
         let err = decode::<Vote>("vote", &[1, 2]).unwrap_err();
         assert_eq!(err.to_status().code(), tonic::Code::InvalidArgument);
+    }
+
+    #[test]
+    fn entry_versions_up_to_the_read_one_pass_and_newer_ones_are_refused() {
+        // 0: a release from before entry versions were sent, which wrote version 1.
+        for version in [0, 1, ENTRY_VERSION_WRITTEN, ENTRY_VERSION_READ] {
+            check_versions(Format::BincodeV1 as i32, version).unwrap();
+        }
+        let err = check_versions(Format::BincodeV1 as i32, ENTRY_VERSION_READ + 1).unwrap_err();
+        let status = refuse(0, &err);
+        assert_eq!(status.code(), tonic::Code::FailedPrecondition);
+        let found = format!("version {}", ENTRY_VERSION_READ + 1);
+        assert!(status.message().contains(&found), "{}", status.message());
+        // The format is checked first: an unknown format is refused whatever the version.
+        let err = check_versions(Format::Unspecified as i32, 1).unwrap_err();
+        assert!(matches!(err, CodecError::UnsupportedFormat(0)), "{err:?}");
     }
 }

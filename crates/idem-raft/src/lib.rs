@@ -52,6 +52,7 @@ mod peer_tls;
 mod server;
 mod timeouts;
 
+pub use codec::{ENTRY_VERSION_READ, ENTRY_VERSION_WRITTEN};
 pub use network::{Network, NetworkOptions, Peer};
 pub use peer_tls::PeerTls;
 pub use server::{

@@ -59,7 +59,7 @@ use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Response, Status, Streaming};
 
-use crate::codec::{self, FORMAT};
+use crate::codec::{self, ENTRY_VERSION_WRITTEN, FORMAT};
 use crate::{PeerTls, DEFAULT_MAX_MESSAGE_SIZE};
 
 /// How a node talks to its peers. The defaults suit LAN and cross-region alike.
@@ -389,6 +389,7 @@ impl Peer {
             group: self.route.group,
             format: FORMAT as i32,
             payload,
+            entry_version: ENTRY_VERSION_WRITTEN,
         });
         request.set_timeout(ttl);
         let started = Instant::now();
@@ -432,6 +433,7 @@ impl Peer {
                             group,
                             format: FORMAT as i32,
                             payload,
+                            entry_version: ENTRY_VERSION_WRITTEN,
                         })
                     }
                     Err(error) => {

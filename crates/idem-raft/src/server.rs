@@ -216,7 +216,8 @@ impl RaftService {
         request: &RaftRequest,
     ) -> Result<(Raft, T), Status> {
         let raft = self.registry.raft(request.group)?;
-        codec::check_format(request.format).map_err(|e| e.to_status())?;
+        codec::check_versions(request.format, request.entry_version)
+            .map_err(|e| codec::refuse(request.group, &e))?;
         let rpc = codec::decode(what, &request.payload).map_err(|e| e.to_status())?;
         Ok((raft, rpc))
     }
@@ -336,7 +337,7 @@ impl RaftRpc for RaftService {
             .ok_or_else(|| Status::invalid_argument("empty snapshot stream"))?;
         let group = first.group;
         let raft = self.registry.raft(group)?;
-        codec::check_format(first.format).map_err(|e| e.to_status())?;
+        codec::check_format(first.format).map_err(|e| codec::refuse(group, &e))?;
         let Some(snapshot_chunk::Chunk::Header(header)) = first.chunk else {
             return Err(Status::invalid_argument(
                 "a snapshot stream must start with its header",
@@ -440,6 +441,7 @@ fn decode_in_group(
             request.group
         )));
     }
-    codec::check_format(request.format).map_err(|e| e.to_status())?;
+    codec::check_versions(request.format, request.entry_version)
+        .map_err(|e| codec::refuse(group, &e))?;
     codec::decode("AppendEntriesRequest", &request.payload).map_err(|e| e.to_status())
 }

@@ -340,6 +340,7 @@ fn raft_request() -> rpb::RaftRequest {
         group: 0,
         format: 0,
         payload: vec![1, 2, 3].into(),
+        entry_version: 0,
     }
 }
 

@@ -173,11 +173,13 @@ async fn unary_appends_and_wire_errors() -> anyhow::Result<()> {
     let mut client = RaftClient::connect(format!("http://{}", c.addr(leader))).await?;
     let stale = VoteRequest::<TypeConfig>::new(Vote::new(1, 9), None);
     let payload = Bytes::from(bincode::serialize(&stale)?);
-    let request = |group: u64, format: Format, payload: Bytes| RaftRequest {
+    let versioned = |group: u64, format: Format, payload: Bytes, entry_version: u32| RaftRequest {
         group,
         format: format as i32,
         payload,
+        entry_version,
     };
+    let request = |group: u64, format: Format, payload: Bytes| versioned(group, format, payload, 1);
 
     // A group this node does not serve.
     let status = client
@@ -191,20 +193,32 @@ async fn unary_appends_and_wire_errors() -> anyhow::Result<()> {
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    // Log entries of a newer version than this node reads: refused, never decoded.
+    let newer = idem_raft::ENTRY_VERSION_READ + 1;
+    let status = client
+        .vote(versioned(0, Format::BincodeV1, payload.clone(), newer))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
+    assert!(
+        status.message().contains(&format!("version {newer}")),
+        "{status:?}"
+    );
     // Garbage.
     let status = client
         .vote(request(0, Format::BincodeV1, Bytes::from_static(b"\x01")))
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    // A stale candidate is refused by Raft, as data, for a vote and a pre-vote alike.
+    // A stale candidate is refused by Raft, as data, for a vote and a pre-vote alike; the
+    // pre-vote comes without an entry version, as from a release before versions were sent.
     let replies = [
         client
             .vote(request(0, Format::BincodeV1, payload.clone()))
             .await?
             .into_inner(),
         client
-            .pre_vote(request(0, Format::BincodeV1, payload))
+            .pre_vote(versioned(0, Format::BincodeV1, payload, 0))
             .await?
             .into_inner(),
     ];
