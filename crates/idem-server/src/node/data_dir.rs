@@ -45,9 +45,30 @@ pub(super) fn claim_data_dir(dir: &Path, node_id: u64) -> Result<(), NodeError> 
                 crate::VERSION
             );
             let tmp = dir.join(format!("{IDENTITY_FILE}.tmp"));
-            std::fs::write(&tmp, text).map_err(io_error(&tmp))?;
-            std::fs::rename(&tmp, &path).map_err(io_error(&path))
+            write_synced(&tmp, &text).map_err(io_error(&tmp))?;
+            std::fs::rename(&tmp, &path).map_err(io_error(&path))?;
+            // The rename, and the directory itself on first use, are durable only once the
+            // directories holding their entries are synced.
+            sync_dir(dir).map_err(io_error(dir))?;
+            match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                Some(parent) => sync_dir(parent).map_err(io_error(parent)),
+                None => Ok(()),
+            }
         }
         Err(e) => Err(NodeError::DataDir { path, source: e }),
     }
+}
+
+/// Writes `text` to a new file at `path` and fsyncs it: a power loss right after the
+/// identity file is first written must not leave it empty (the node would refuse to start;
+/// found by the jepsen power-loss nemesis).
+fn write_synced(path: &Path, text: &str) -> io::Result<()> {
+    let mut file = std::fs::File::create(path)?;
+    io::Write::write_all(&mut file, text.as_bytes())?;
+    file.sync_all()
+}
+
+/// Makes the entries of directory `dir` durable.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
 }
