@@ -13,7 +13,7 @@ CARGO ?= cargo
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-verify: bootstrap fmt-check clippy test python-test jepsen ## Everything CI checks: fmt, clippy -D warnings, all tests, the Python client's tests, a short jepsen run. Edits nothing.
+verify: bootstrap fmt-check clippy test python-test jepsen ## Everything CI checks: fmt, clippy -D warnings, all tests, the Python client's tests, a short jepsen rotation. Edits nothing.
 
 bootstrap: ## Install missing system packages (RocksDB, libclang, netns tools).
 	@scripts/bootstrap.sh
@@ -27,7 +27,7 @@ clippy: bootstrap ## Lint every crate and target, warnings are errors.
 test: bootstrap ## Run every test of the workspace.
 	$(CARGO) test --release --workspace
 
-jepsen: bootstrap ## A short fault-injection run (3 nodes, partitions and kills, < 3 min; needs root).
+jepsen: bootstrap ## A short fault-injection rotation: 2 runs of 30 s, nemeses and workload drawn from a printed seed (JEPSEN_SEED=S JEPSEN_RUNS=1 reruns one), < 4 min; needs root.
 	jepsen/ci.sh
 
 regions: bootstrap ## The multi-region scenario (5 nodes, 3 emulated regions; figures and checks, ~1 min; needs root).

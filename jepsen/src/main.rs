@@ -79,7 +79,8 @@ struct TestArgs {
     /// Seconds of workload.
     #[arg(long, default_value_t = 60)]
     time_limit: u64,
-    /// Faults: partition, kill, pause, clock, membership (comma-separated), all or none.
+    /// Faults: partition, kill, pause, clock, membership, power-loss (comma-separated), all
+    /// or none. power-loss puts each node's data directory on an idem-faultfs mount.
     #[arg(long, default_value = "partition,kill")]
     nemesis: String,
     /// Seconds between fault starts.

@@ -139,6 +139,7 @@ pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
         dir: dir.join("nodes"),
         timings,
         fake_clock,
+        fault_disks: options.nemesis.contains(&nemesis::Kind::PowerLoss),
         log_level: options.log_level.clone(),
         security,
     };
@@ -353,13 +354,15 @@ pub fn run_dir(store: &Path, workload: &str, seed: u64) -> anyhow::Result<PathBu
     Ok(dir)
 }
 
-/// Removes the `data` directory of every node directory under `nodes` (configs and logs
-/// stay).
+/// Removes the `data` directory (and the faultfs backing `disk` directory) of every node
+/// directory under `nodes` (configs and logs stay).
 pub fn remove_data_dirs(nodes: &Path) {
     let Ok(entries) = std::fs::read_dir(nodes) else {
         return;
     };
     for entry in entries.flatten() {
-        let _ = std::fs::remove_dir_all(entry.path().join("data"));
+        for dir in ["data", crate::cluster::DISK_DIR] {
+            let _ = std::fs::remove_dir_all(entry.path().join(dir));
+        }
     }
 }

@@ -59,6 +59,9 @@ pub(crate) struct LogWriter {
 impl LogWriter {
     /// Starts the writer thread.
     pub(crate) fn spawn(db: Arc<Db>) -> Result<Self, StoreError> {
+        if cfg!(feature = "unsafe-unsynced-log") {
+            tracing::error!("built with the test-only feature unsafe-unsynced-log: acknowledged writes are NOT durable");
+        }
         let (jobs, queue) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("idem-log-writer".into())
@@ -135,9 +138,21 @@ fn run(db: &Db, queue: &mpsc::Receiver<Job>) {
             }
         }
         if !unflushed.is_empty() {
-            complete(unflushed, db.sync_wal());
+            complete(unflushed, sync_log(db));
         }
     }
+}
+
+/// Syncs the WAL before the appends are reported flushed — except in a build with the
+/// test-only feature `unsafe-unsynced-log`, which reports them flushed without any sync: a
+/// deliberately broken build that acknowledges writes a power loss can take back. It exists
+/// so that the jepsen harness can show its `power-loss` nemesis catches that bug (plain
+/// kills cannot: the page cache survives them). Never ship it.
+fn sync_log(db: &Db) -> Result<(), StoreError> {
+    if cfg!(feature = "unsafe-unsynced-log") {
+        return Ok(());
+    }
+    db.sync_wal()
 }
 
 fn handle(db: &Db, job: Job, unflushed: &mut Vec<IOFlushed<TypeConfig>>) {

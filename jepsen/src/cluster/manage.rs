@@ -61,6 +61,7 @@ pub fn spec(options: &UpOptions) -> anyhow::Result<ClusterSpec> {
         dir: options.dir.canonicalize()?,
         timings,
         fake_clock: options.fake_clock,
+        fault_disks: false,
         log_level: options.log_level.clone(),
         // A cluster left running serves scripts and the region scenario's raw clients.
         security: SecurityMode::Plaintext,

@@ -9,6 +9,7 @@
 //! - [`delay`]: the same delays through user-space proxies, for kernels without netem;
 //! - [`config`]: one TOML file per node;
 //! - [`node`]: an idemd process (start, kill -9, pause, restart);
+//! - [`disk`]: a node's data directory on idem-faultfs, for power losses;
 //! - [`security`]: TLS certificates, the credentials file, what clients present;
 //! - [`clock`]: per-node clock offsets through libfaketime;
 //! - [`health`]: waits for health and for a leader;
@@ -24,6 +25,7 @@ pub mod clock;
 pub mod command;
 pub mod config;
 pub mod delay;
+pub mod disk;
 pub mod health;
 pub mod manage;
 pub mod netns;
@@ -46,6 +48,7 @@ use clock::FakeClock;
 use command::Cmd;
 use config::{NodeConfig, Timings};
 use delay::DelayProxies;
+use disk::FaultDisk;
 use netns::Topology;
 use node::NodeProcess;
 use regions::Regions;
@@ -69,6 +72,8 @@ pub struct ClusterSpec {
     pub timings: Timings,
     /// Run nodes under libfaketime (needed for clock skew).
     pub fake_clock: bool,
+    /// Put each node's data directory on an idem-faultfs mount (needed for power losses).
+    pub fault_disks: bool,
     /// idemd log filter.
     pub log_level: String,
     /// TLS and authentication, or plaintext.
@@ -335,12 +340,20 @@ fn prepare_node(
     } else {
         None
     };
-    Ok(NodeProcess::new(
+    let node = NodeProcess::new(
         id,
         &topology.node_ns(id),
         &spec.idemd,
         &config_path,
         &dir.join("idemd.log"),
         clock,
-    ))
+    );
+    if !spec.fault_disks {
+        return Ok(node);
+    }
+    let disk = FaultDisk::mount(&dir.join(DISK_DIR), &dir.join("data"))?;
+    Ok(node.with_disk(disk))
 }
+
+/// The directory under a node's directory that backs its faultfs-mounted `data`.
+pub const DISK_DIR: &str = "disk";

@@ -5,7 +5,8 @@
 //! to it: SIGKILL for a crash, SIGSTOP/SIGCONT for a pause, SIGTERM for a clean stop. The
 //! child gets its own process group, so a Ctrl-C on the harness's terminal reaches the
 //! harness (which cleans up) rather than the nodes directly. stdout and stderr are appended to
-//! the node's log, across restarts.
+//! the node's log, across restarts. A node may keep its data on a [`FaultDisk`], which
+//! can lose power after a kill.
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use anyhow::Context as _;
 use rustix::process::{kill_process, Pid, Signal};
 
 use super::clock::FakeClock;
+use super::disk::FaultDisk;
 
 /// A node's process and how to (re)start it.
 #[derive(Debug)]
@@ -29,6 +31,7 @@ pub struct NodeProcess {
     clock: Option<FakeClock>,
     child: Option<Child>,
     paused: bool,
+    disk: Option<FaultDisk>,
 }
 
 impl NodeProcess {
@@ -50,7 +53,27 @@ impl NodeProcess {
             clock,
             child: None,
             paused: false,
+            disk: None,
         }
+    }
+
+    /// The same node with its data directory on `disk`.
+    pub fn with_disk(mut self, disk: FaultDisk) -> NodeProcess {
+        self.disk = Some(disk);
+        self
+    }
+
+    /// Crashes the node and cuts its disk's power: SIGKILL, then every write it had not
+    /// fsynced is dropped. Returns the bytes dropped.
+    pub fn power_loss(&mut self) -> anyhow::Result<u64> {
+        if self.disk.is_none() {
+            anyhow::bail!(
+                "power loss of n{}, whose data is not on idem-faultfs",
+                self.id
+            );
+        }
+        self.kill()?;
+        self.disk.as_ref().map_or(Ok(0), FaultDisk::power_loss)
     }
 
     /// The node's fake clock, when it runs under libfaketime.

@@ -3,7 +3,8 @@
 //! Plots shade them and results count them. A window runs from a starting nemesis entry to its
 //! matching ending one: `:start-X` to `:stop-X`, `:kill` to `:start`/`:restart`, `:pause` to
 //! `:resume`, a clock fault (`:clock-skew`, `:bump-clock`, `:strobe-clock`, `:skew-clock`) to
-//! `:reset-clock` (or `:clock-reset`), `:remove-node` to `:add-node`. A window still open at
+//! `:reset-clock` (or `:clock-reset`), `:remove-node` to `:add-node`, `:power-loss` to
+//! `:power-on`. A window still open at
 //! the end of the history lasts to its end. Any other nemesis `:f` (`:membership`, `:leave`,
 //! ...) is a point event. Jepsen logs a nemesis operation twice (invocation and completion,
 //! both `:info`); a repeat of the previous nemesis entry's `:f` is folded into the same window
@@ -53,6 +54,8 @@ fn role(f: &str) -> Role {
         "reset-clock" | "clock-reset" => Role::End("clock".into()),
         "remove-node" => Role::Start("membership".into()),
         "add-node" => Role::End("membership".into()),
+        "power-loss" => Role::Start("power-loss".into()),
+        "power-on" => Role::End("power-loss".into()),
         "partition" => Role::Start("partition".into()),
         "heal" => Role::End("partition".into()),
         _ => Role::Point,

@@ -3,7 +3,8 @@
 //! Each fault is logged as a nemesis entry (`:process :nemesis`, `:type :info`) when it starts
 //! and when it is healed, with the `:f` names the analysis pairs into fault windows:
 //! `:start-partition`/`:stop-partition`, `:kill`/`:start`, `:pause`/`:resume`,
-//! `:clock-skew`/`:clock-reset`, `:remove-node`/`:add-node`. [`Nemesis::heal_all`] undoes
+//! `:clock-skew`/`:bump-clock`/`:strobe-clock` to `:clock-reset`, `:remove-node`/`:add-node`,
+//! `:power-loss`/`:power-on`. [`Nemesis::heal_all`] undoes
 //! every kind of fault on every node whatever the bookkeeping says, so it is safe after the
 //! schedule was interrupted halfway through a step.
 
@@ -14,9 +15,10 @@ use std::time::Instant;
 use anyhow::Context as _;
 use idem_client::Client;
 
+use super::clock::Strobe;
 use super::membership::Membership;
 use super::partition;
-use super::{clock, kill, pause, Fault, Planned, Schedule};
+use super::{clock, kill, pause, power_loss, ClockMode, Fault, Planned, Schedule};
 use crate::cluster::{health, Cluster};
 use crate::history::{Recorder, Value};
 use idem_testkit::Rng;
@@ -28,7 +30,9 @@ enum Active {
     Killed(Vec<usize>),
     Paused(Vec<usize>),
     Skewed(Vec<usize>),
+    Strobing(Strobe),
     Removed(usize),
+    PoweredOff(Vec<usize>),
 }
 
 /// The fault injector of a test run.
@@ -154,6 +158,11 @@ impl Nemesis {
                 _ => None,
             })
             .collect();
+        for active in &open {
+            if let Active::Strobing(strobe) = active {
+                strobe.stop();
+            }
+        }
         let result = tokio::task::spawn_blocking(move || {
             heal_everything(&cluster)?;
             for node in removed {
@@ -178,7 +187,7 @@ impl Nemesis {
 
 /// What the blocking fault code acts on.
 struct Ctx<'a> {
-    cluster: &'a Cluster,
+    cluster: &'a Arc<Cluster>,
     membership: Option<&'a Membership>,
 }
 
@@ -192,7 +201,7 @@ fn apply(
     let cluster = ctx.cluster;
     let needs_live = matches!(
         fault,
-        Fault::Kill(_) | Fault::Pause(_) | Fault::Membership(_)
+        Fault::Kill(_) | Fault::Pause(_) | Fault::Membership(_) | Fault::PowerLoss(_)
     );
     if needs_live && live.is_empty() {
         anyhow::bail!("no live node to act on (all killed or paused); skipped");
@@ -217,17 +226,7 @@ fn apply(
             pause::pause(cluster, &nodes)?;
             Ok((Active::Paused(nodes.clone()), "pause", names(&nodes)))
         }
-        Fault::Clock { max_skew_ms } => {
-            // Down nodes too: a restarted node comes back with the skewed clock.
-            let skews = clock::draw_skews(rng, &cluster.ids(), *max_skew_ms);
-            clock::skew(cluster, &skews)?;
-            let text: Vec<String> = skews
-                .iter()
-                .map(|(n, ms)| format!("n{n} {ms:+}ms"))
-                .collect();
-            let nodes = skews.iter().map(|(n, _)| *n).collect();
-            Ok((Active::Skewed(nodes), "clock-skew", text.join(", ")))
-        }
+        Fault::Clock { mode, max_skew_ms } => move_clocks(cluster, *mode, *max_skew_ms, rng),
         Fault::Membership(target) => {
             let node = target.pick(rng, live, leader).first().copied().unwrap_or(1);
             ctx.membership
@@ -235,7 +234,55 @@ fn apply(
                 .remove(cluster, node)?;
             Ok((Active::Removed(node), "remove-node", names(&[node])))
         }
+        Fault::PowerLoss(target) => {
+            let nodes = target.pick(rng, live, leader);
+            let dropped = power_loss::power_loss(cluster, &nodes)?;
+            Ok((
+                Active::PoweredOff(nodes),
+                "power-loss",
+                power_loss::describe(&dropped),
+            ))
+        }
     }
+}
+
+/// Starts a clock fault: skews, a bump or a strobe, drawn from `rng`.
+fn move_clocks(
+    cluster: &Arc<Cluster>,
+    mode: ClockMode,
+    max_skew_ms: u64,
+    rng: &mut Rng,
+) -> anyhow::Result<(Active, &'static str, String)> {
+    // Down nodes too: a restarted node comes back with the moved clock.
+    let ids = cluster.ids();
+    let skews = match mode {
+        ClockMode::Bump => clock::draw_bump(rng, &ids, max_skew_ms),
+        ClockMode::Skew | ClockMode::Strobe => clock::draw_skews(rng, &ids, max_skew_ms),
+    };
+    let text = describe_skews(&skews);
+    let nodes: Vec<usize> = skews.iter().map(|(n, _)| *n).collect();
+    match mode {
+        ClockMode::Strobe => {
+            let strobe = Strobe::start(Arc::clone(cluster), skews)?;
+            Ok((Active::Strobing(strobe), "strobe-clock", text))
+        }
+        ClockMode::Bump => {
+            clock::skew(cluster, &skews)?;
+            Ok((Active::Skewed(nodes), "bump-clock", text))
+        }
+        ClockMode::Skew => {
+            clock::skew(cluster, &skews)?;
+            Ok((Active::Skewed(nodes), "clock-skew", text))
+        }
+    }
+}
+
+fn describe_skews(skews: &[(usize, i64)]) -> String {
+    skews
+        .iter()
+        .map(|(n, ms)| format!("n{n} {ms:+}ms"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn undo_fault(ctx: &Ctx<'_>, active: &Active) -> anyhow::Result<&'static str> {
@@ -245,6 +292,11 @@ fn undo_fault(ctx: &Ctx<'_>, active: &Active) -> anyhow::Result<&'static str> {
         Active::Killed(nodes) => kill::restart(cluster, nodes)?,
         Active::Paused(nodes) => pause::resume(cluster, nodes)?,
         Active::Skewed(nodes) => clock::reset(cluster, nodes)?,
+        Active::Strobing(strobe) => {
+            strobe.stop();
+            clock::reset(cluster, &strobe.nodes())?
+        }
+        Active::PoweredOff(nodes) => kill::restart(cluster, nodes)?,
         Active::Removed(node) => ctx
             .membership
             .context("membership nemesis without idemctl")?
@@ -268,15 +320,19 @@ fn end_f(active: &Active) -> &'static str {
         Active::Partition => "stop-partition",
         Active::Killed(_) => "start",
         Active::Paused(_) => "resume",
-        Active::Skewed(_) => "clock-reset",
+        Active::Skewed(_) | Active::Strobing(_) => "clock-reset",
         Active::Removed(_) => "add-node",
+        Active::PoweredOff(_) => "power-on",
     }
 }
 
 fn describe_active(active: &Active) -> String {
     match active {
         Active::Partition => "all nodes".into(),
-        Active::Killed(n) | Active::Paused(n) | Active::Skewed(n) => names(n),
+        Active::Killed(n) | Active::Paused(n) | Active::Skewed(n) | Active::PoweredOff(n) => {
+            names(n)
+        }
+        Active::Strobing(strobe) => names(&strobe.nodes()),
         Active::Removed(n) => names(&[*n]),
     }
 }

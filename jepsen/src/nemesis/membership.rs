@@ -49,8 +49,10 @@ impl Membership {
 
     /// Removes `node` from the group.
     pub fn remove(&self, cluster: &Cluster, node: usize) -> anyhow::Result<()> {
-        self.ctl(cluster, node, &["member", "remove", &node.to_string()])
-            .map(drop)
+        // No such member: the node is out already (a retry after an unknown outcome that
+        // took effect, or an earlier removal), which is what was asked; re-added at heal.
+        let args = ["member", "remove", &node.to_string()];
+        self.ctl(cluster, node, &args, Some("NOT_FOUND")).map(drop)
     }
 
     /// Adds `node` back: as a learner (returns once it caught up), then promoted to voter.
@@ -79,13 +81,21 @@ impl Membership {
                 "--zone",
                 &zone,
             ],
+            None,
         )?;
-        self.ctl(cluster, node, &["member", "promote", &id])
+        self.ctl(cluster, node, &["member", "promote", &id], None)
             .map(drop)
     }
 
-    /// Runs `idemctl -w json ARGS` against the live nodes other than `target`.
-    fn ctl(&self, cluster: &Cluster, target: usize, args: &[&str]) -> anyhow::Result<String> {
+    /// Runs `idemctl -w json ARGS` against the live nodes other than `target`; an answer
+    /// containing `already_done` counts as success.
+    fn ctl(
+        &self,
+        cluster: &Cluster,
+        target: usize,
+        args: &[&str],
+        already_done: Option<&str>,
+    ) -> anyhow::Result<String> {
         let mut last = String::new();
         for _ in 0..ATTEMPTS {
             let endpoints: Vec<String> = cluster
@@ -105,7 +115,7 @@ impl Membership {
                 .output()
                 .with_context(|| format!("running {}", self.idemctl.display()))?;
             let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            if out.status.success() {
+            if out.status.success() || already_done.is_some_and(|m| stdout.contains(m)) {
                 return Ok(stdout);
             }
             last = format!(

@@ -5,9 +5,13 @@
 //!
 //! - [`partition`]: iptables DROP rules inside node namespaces — one node, the leader,
 //!   majority/minority halves, a bridge (two halves that both see one node), a whole region;
-//! - [`kill`]: SIGKILL one node, a minority or the leader, restart it at heal;
-//! - [`pause`]: SIGSTOP one node or the leader, SIGCONT at heal;
-//! - [`clock`]: move some nodes' realtime clocks through libfaketime, reset at heal;
+//! - [`kill`]: SIGKILL one node, a minority, a majority, every node or the leader, restart
+//!   them at heal;
+//! - [`power_loss`]: SIGKILL one node, a majority or every node, then drop every write their
+//!   disks (idem-faultfs mounts) had not fsynced; restart them at heal;
+//! - [`pause`]: SIGSTOP one node, the leader, a majority or every node, SIGCONT at heal;
+//! - [`clock`]: move nodes' realtime clocks through libfaketime — fixed skews, one large
+//!   bump, or a strobe flipping back and forth — reset at heal;
 //! - [`membership`]: remove a node from the Raft group and add it back (through idemctl);
 //! - [`schedule`]: the seeded plan (every interval one fault, healed 2–6 s later);
 //! - [`driver`]: runs the plan against the cluster and records every step in the history.
@@ -21,6 +25,7 @@ pub mod kill;
 pub mod membership;
 pub mod partition;
 pub mod pause;
+pub mod power_loss;
 pub mod schedule;
 
 use std::fmt;
@@ -45,16 +50,19 @@ pub enum Kind {
     Clock,
     /// Remove a node from the group and add it back.
     Membership,
+    /// kill -9 and loss of every unsynced write, then restart.
+    PowerLoss,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Partition,
         Kind::Kill,
         Kind::Pause,
         Kind::Clock,
         Kind::Membership,
+        Kind::PowerLoss,
     ];
 
     /// The command-line name.
@@ -65,6 +73,7 @@ impl Kind {
             Kind::Pause => "pause",
             Kind::Clock => "clock",
             Kind::Membership => "membership",
+            Kind::PowerLoss => "power-loss",
         }
     }
 
@@ -78,7 +87,7 @@ impl Kind {
                 _ => match Kind::ALL.iter().find(|k| k.name() == word) {
                     Some(k) => kinds.push(*k),
                     None => bail!(
-                        "unknown nemesis {word:?}; expected partition, kill, pause, clock, membership, all or none"
+                        "unknown nemesis {word:?}; expected partition, kill, pause, clock, membership, power-loss, all or none"
                     ),
                 },
             }
@@ -98,6 +107,10 @@ pub enum Target {
     Minority,
     /// The current leader (a random node when none is known).
     Leader,
+    /// A random majority of the live nodes: the group loses its quorum.
+    Majority,
+    /// Every live node.
+    All,
 }
 
 impl Target {
@@ -107,6 +120,8 @@ impl Target {
             Target::One => "one",
             Target::Minority => "minority",
             Target::Leader => "leader",
+            Target::Majority => "majority",
+            Target::All => "all",
         }
     }
 
@@ -122,12 +137,42 @@ impl Target {
                 None => vec![shuffled[0]],
             },
             Target::One => vec![shuffled[0]],
-            Target::Minority => {
-                let n = ((live.len().max(1) - 1) / 2).max(1);
-                let mut v = shuffled[..n.min(live.len())].to_vec();
-                v.sort();
-                v
-            }
+            Target::Minority => first_sorted(shuffled, (live.len() - 1) / 2),
+            Target::Majority => first_sorted(shuffled, live.len() / 2 + 1),
+            Target::All => first_sorted(shuffled, live.len()),
+        }
+    }
+}
+
+/// The first `n` (at least one) of `shuffled`, sorted.
+fn first_sorted(shuffled: Vec<usize>, n: usize) -> Vec<usize> {
+    let mut v = shuffled[..n.clamp(1, shuffled.len())].to_vec();
+    v.sort();
+    v
+}
+
+/// How the clock nemesis moves clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockMode {
+    /// A random subset of nodes, each moved by its own offset of up to the maximum skew.
+    Skew,
+    /// One node's clock jumps by one to six times the maximum skew, ahead or behind (a
+    /// minute ahead with the default 10 s: past every lease).
+    Bump,
+    /// A random subset of nodes whose clocks flip between ahead and behind every second.
+    Strobe,
+}
+
+impl ClockMode {
+    /// Every mode.
+    pub const ALL: [ClockMode; 3] = [ClockMode::Skew, ClockMode::Bump, ClockMode::Strobe];
+
+    /// The name used in nemesis descriptions.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClockMode::Skew => "skew",
+            ClockMode::Bump => "bump",
+            ClockMode::Strobe => "strobe",
         }
     }
 }
@@ -141,13 +186,17 @@ pub enum Fault {
     Kill(Target),
     /// SIGSTOP of the target nodes, SIGCONT at heal.
     Pause(Target),
-    /// Realtime clocks of some nodes moved by up to this many ms either way.
+    /// Realtime clocks of some nodes moved (see [`ClockMode`]).
     Clock {
-        /// Largest offset, in milliseconds.
+        /// How.
+        mode: ClockMode,
+        /// Largest skew, in milliseconds.
         max_skew_ms: u64,
     },
     /// The target node removed from the group, added back at heal.
     Membership(Target),
+    /// kill -9 of the target nodes and loss of their unsynced writes, restarted at heal.
+    PowerLoss(Target),
 }
 
 impl Fault {
@@ -159,6 +208,7 @@ impl Fault {
             Fault::Pause(_) => Kind::Pause,
             Fault::Clock { .. } => Kind::Clock,
             Fault::Membership(_) => Kind::Membership,
+            Fault::PowerLoss(_) => Kind::PowerLoss,
         }
     }
 
@@ -179,13 +229,29 @@ impl Fault {
             }
             Kind::Kill => Some(Fault::Kill(choose(
                 rng,
-                &[Target::One, Target::Minority, Target::Leader],
+                &[
+                    Target::One,
+                    Target::Minority,
+                    Target::Leader,
+                    Target::Majority,
+                    Target::All,
+                ],
             ))),
-            Kind::Pause => Some(Fault::Pause(choose(rng, &[Target::One, Target::Leader]))),
-            Kind::Clock => Some(Fault::Clock { max_skew_ms }),
+            Kind::Pause => Some(Fault::Pause(choose(
+                rng,
+                &[Target::One, Target::Leader, Target::Majority, Target::All],
+            ))),
+            Kind::Clock => Some(Fault::Clock {
+                mode: ClockMode::ALL[rng.index(ClockMode::ALL.len())],
+                max_skew_ms,
+            }),
             Kind::Membership => {
                 (nodes >= 3).then(|| Fault::Membership(choose(rng, &[Target::One, Target::Leader])))
             }
+            Kind::PowerLoss => Some(Fault::PowerLoss(choose(
+                rng,
+                &[Target::One, Target::Majority, Target::All],
+            ))),
         }
     }
 }
@@ -196,8 +262,11 @@ impl fmt::Display for Fault {
             Fault::Partition(shape) => write!(f, "partition {}", shape.name()),
             Fault::Kill(t) => write!(f, "kill {}", t.name()),
             Fault::Pause(t) => write!(f, "pause {}", t.name()),
-            Fault::Clock { max_skew_ms } => write!(f, "clock ±{max_skew_ms}ms"),
+            Fault::Clock { mode, max_skew_ms } => {
+                write!(f, "clock {} ±{max_skew_ms}ms", mode.name())
+            }
             Fault::Membership(t) => write!(f, "membership {}", t.name()),
+            Fault::PowerLoss(t) => write!(f, "power-loss {}", t.name()),
         }
     }
 }
@@ -213,7 +282,11 @@ mod tests {
             [Kind::Partition, Kind::Kill]
         );
         assert_eq!(Kind::parse_list("none").unwrap(), []);
-        assert_eq!(Kind::parse_list("all").unwrap().len(), 5);
+        assert_eq!(Kind::parse_list("all").unwrap().len(), 6);
+        assert_eq!(
+            Kind::parse_list("power-loss,clock,pause").unwrap(),
+            [Kind::Pause, Kind::Clock, Kind::PowerLoss]
+        );
         assert!(Kind::parse_list("flood").is_err());
     }
 
@@ -229,6 +302,15 @@ mod tests {
         );
         assert_eq!(Target::Minority.pick(&mut rng, &[1, 2, 3], None).len(), 1);
         assert_eq!(Target::One.pick(&mut rng, &[4], None), [4]);
+        assert_eq!(Target::Majority.pick(&mut rng, &[1, 2, 3], None).len(), 2);
+        assert_eq!(
+            Target::Majority
+                .pick(&mut rng, &[1, 2, 3, 4, 5], None)
+                .len(),
+            3
+        );
+        assert_eq!(Target::All.pick(&mut rng, &[3, 1, 2], None), [1, 2, 3]);
+        assert_eq!(Target::Majority.pick(&mut rng, &[2], None), [2]);
         assert!(Target::One.pick(&mut rng, &[], None).is_empty());
     }
 }
