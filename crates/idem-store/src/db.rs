@@ -29,6 +29,15 @@ use serde::Serialize;
 use crate::codec;
 use crate::error::StoreError;
 
+/// The on-disk format version of a data directory: this layout of column families, keys
+/// and bincode values. idemd records it in the directory's `node.toml` (`data_format`)
+/// when it creates the directory (`idemctl snapshot restore` too) and refuses to start on
+/// a directory of a newer format; a directory without the marker was written by a release
+/// before it existed, in this layout, version 1. Any change a previous release would
+/// misread (a new column family it ignores while it matters, a new key encoding, a value
+/// layout change) bumps it, together with a migration at start.
+pub const DATA_FORMAT_VERSION: u32 = 1;
+
 /// A column family of the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cf {

@@ -28,6 +28,16 @@ pub enum NodeError {
         /// The configured id.
         configured: u64,
     },
+    /// The data directory was written in an on-disk format newer than this release reads.
+    #[error("data directory file {path} records data format {found}; this idemd (version {version}) reads up to {supported}: start it with a release that reads format {found} (the one that wrote it), or replace this node with a new, empty member (docs/operations.md, \"Upgrades\")", version = crate::VERSION)]
+    NewerDataFormat {
+        /// The identity file recording the format.
+        path: PathBuf,
+        /// The format recorded there.
+        found: u32,
+        /// The newest format this release reads.
+        supported: u32,
+    },
     /// The credentials file of `[auth]` cannot be used.
     #[error("{0}")]
     Credentials(#[from] crate::auth::CredentialsError),
@@ -73,6 +83,7 @@ impl NodeError {
     pub fn exit_code(&self) -> i32 {
         match self {
             NodeError::IdentityMismatch { .. }
+            | NodeError::NewerDataFormat { .. }
             | NodeError::Credentials(_)
             | NodeError::LogKey { .. } => 2,
             NodeError::Tls(_) => 2,

@@ -4,7 +4,9 @@
 //!
 //! 1. **Data directory.** Created if missing. `node.toml` records the node id the directory
 //!    belongs to; starting it under another id is refused (exit code 2), because a Raft log
-//!    reused under a different identity would corrupt a cluster.
+//!    reused under a different identity would corrupt a cluster. It also records the data's
+//!    on-disk format: a directory of a newer format than this release reads is refused
+//!    (exit code 2).
 //! 2. **Store and Raft.** `idem_store::open` gives the log store, state machine and reader
 //!    over one RocksDB; Raft is built over them with the gRPC transport of `idem-raft`.
 //!    The Raft port serves the Raft RPCs and the node-internal `Forward` service
@@ -219,6 +221,8 @@ impl Node {
             region = %config.region,
             zone = %config.zone,
             version = crate::VERSION,
+            data_format = idem_store::DATA_FORMAT_VERSION,
+            entry_version = idem_raft::ENTRY_VERSION_WRITTEN,
             "node started"
         );
         Ok(NodeHandle {

@@ -158,7 +158,9 @@ fn write_identity(dir: &Path, node_id: u64) -> Result<(), CliError> {
     let path = dir.join(IDENTITY_FILE);
     let text = format!(
         "# Written by idemctl snapshot restore.\n# The Raft state here belongs to this node id: \
-         never start it under another.\nnode_id = {node_id}\n"
+         never start it under another.\nnode_id = {node_id}\n# The on-disk format of the data: \
+         releases older than this format refuse it.\ndata_format = {}\n",
+        idem_store::DATA_FORMAT_VERSION
     );
     let mut file = File::create(&path).map_err(|e| io_error(&path, &e))?;
     file.write_all(text.as_bytes())
