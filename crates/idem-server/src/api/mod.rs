@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use admin::AdminService;
 pub use attribution::REASON_METADATA_KEY as AUDIT_REASON_METADATA_KEY;
-pub use backup::BackupService;
+pub use backup::{BackupService, StreamBounds};
 pub use batch::MAX_BATCH_CALLS;
 pub use idempotency::{claim_response, IdempotencyService};
 pub use limit::request_too_large_layer;

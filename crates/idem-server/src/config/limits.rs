@@ -24,6 +24,8 @@ pub(super) const LIMITS_KEYS: &[&str] = &[
     "keepalive_interval",
     "keepalive_timeout",
     "max_snapshot_bytes",
+    "backup_idle_timeout",
+    "backup_max_duration",
     "tenants",
 ];
 /// The keys of one `[limits.tenants.<tenant>]` table.
@@ -140,6 +142,20 @@ pub(super) fn build_limits(sources: &Sources<'_>, p: &mut Vec<String>) -> Limits
             "max_snapshot_bytes",
             d.max_snapshot_bytes,
             |s| ranged(s, 1 << 20, 1 << 50),
+            p,
+        ),
+        backup_idle_timeout: get(
+            sources,
+            "backup_idle_timeout",
+            d.backup_idle_timeout,
+            |s| duration_in(s, Duration::from_millis(100), Duration::from_secs(3600)),
+            p,
+        ),
+        backup_max_duration: get(
+            sources,
+            "backup_max_duration",
+            d.backup_max_duration,
+            |s| duration_in(s, Duration::from_secs(1), Duration::from_secs(7 * 86_400)),
             p,
         ),
         tenants: tenant_overrides(sources, p),
@@ -269,6 +285,14 @@ pub(super) fn limits_toml(limits: &LimitsConfig) -> toml::Value {
         duration(limits.keepalive_timeout),
     );
     table.insert("max_snapshot_bytes".into(), int(limits.max_snapshot_bytes));
+    table.insert(
+        "backup_idle_timeout".into(),
+        duration(limits.backup_idle_timeout),
+    );
+    table.insert(
+        "backup_max_duration".into(),
+        duration(limits.backup_max_duration),
+    );
     let mut tenants = toml::Table::new();
     for (tenant, custom) in &limits.tenants {
         let mut t = toml::Table::new();

@@ -68,6 +68,11 @@ pub struct LimitsConfig {
     pub keepalive_timeout: Duration,
     /// Largest snapshot a peer may announce on the Raft port, in bytes.
     pub max_snapshot_bytes: u64,
+    /// Longest a backup stream waits for its reader to take one message before it gives
+    /// up (and releases the snapshot it pins).
+    pub backup_idle_timeout: Duration,
+    /// Longest a whole backup may stream.
+    pub backup_max_duration: Duration,
 }
 
 impl Default for LimitsConfig {
@@ -89,6 +94,8 @@ impl Default for LimitsConfig {
             keepalive_interval: Duration::from_secs(10),
             keepalive_timeout: Duration::from_secs(10),
             max_snapshot_bytes: 4 << 30,
+            backup_idle_timeout: Duration::from_secs(60),
+            backup_max_duration: Duration::from_secs(3600),
         }
     }
 }

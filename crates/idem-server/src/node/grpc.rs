@@ -19,6 +19,7 @@ use super::error::NodeError;
 use super::listen::incoming;
 use crate::api::{
     request_too_large_layer, AdminService, ApiContext, BackupService, IdempotencyService,
+    StreamBounds,
 };
 use crate::auth::AuthLayer;
 use crate::config::Config;
@@ -46,8 +47,17 @@ pub(super) fn spawn_grpc(
     let limit = config.max_request_bytes;
     let idempotency = IdempotencyServer::new(IdempotencyService::new(Arc::clone(&ctx)))
         .max_decoding_message_size(limit);
-    let backup = BackupServer::new(BackupService::new(Arc::clone(&ctx), groups, config.node_id))
-        .max_decoding_message_size(limit);
+    let bounds = StreamBounds {
+        idle: config.limits.backup_idle_timeout,
+        total: config.limits.backup_max_duration,
+    };
+    let backup = BackupServer::new(BackupService::new(
+        Arc::clone(&ctx),
+        groups,
+        config.node_id,
+        bounds,
+    ))
+    .max_decoding_message_size(limit);
     let admin = AdminServer::new(AdminService::new(ctx)).max_decoding_message_size(limit);
     let (reporter, health) = tonic_health::server::health_reporter();
     let reflection_error = |e: tonic_reflection::server::Error| NodeError::Serve {
