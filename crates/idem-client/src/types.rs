@@ -43,6 +43,9 @@ pub struct ListQuery {
     pub page_token: Option<String>,
     /// Only records of this tenant.
     pub tenant: Option<String>,
+    /// Only stuck records: PENDING or IN_PROGRESS, unchanged for longer than their
+    /// endpoint's `stuck_after` (or `older_than`, when set).
+    pub stuck: bool,
 }
 
 /// One page of [`crate::Client::list_operations`].

@@ -117,11 +117,23 @@ pub enum AuditAction {
     },
     /// The membership changed (logged after the membership entry was committed).
     Membership(MembershipNote),
+    /// The sweep deleted an abandoned claim (`abandon_after`): nothing irreversible had
+    /// begun (stage NOT_CALLED) and no lease was live.
+    Abandon {
+        /// The deleted record's operation id.
+        operation_id: OperationId,
+        /// Its tenant.
+        tenant: String,
+        /// Its state when deleted (PENDING or IN_PROGRESS).
+        state: State,
+        /// How long it had been unchanged, in ms.
+        idle_ms: u64,
+    },
 }
 
 impl AuditAction {
     /// Every [`AuditAction::kind`] name, for filters.
-    pub const KINDS: [&'static str; 10] = [
+    pub const KINDS: [&'static str; 11] = [
         "reconcile",
         "purge_subject",
         "confirm_home",
@@ -132,6 +144,7 @@ impl AuditAction {
         "enter_failover",
         "end_failover",
         "membership",
+        "abandon",
     ];
 
     /// The action's kind, as listed and filtered by `Admin.ListAudit`.
@@ -147,6 +160,7 @@ impl AuditAction {
             AuditAction::EnterFailover { .. } => "enter_failover",
             AuditAction::EndFailover { .. } => "end_failover",
             AuditAction::Membership(_) => "membership",
+            AuditAction::Abandon { .. } => "abandon",
         }
     }
 
@@ -156,7 +170,8 @@ impl AuditAction {
         match self {
             AuditAction::PurgeSubject { tenant, .. }
             | AuditAction::BindTenant { tenant, .. }
-            | AuditAction::UnbindTenant { tenant, .. } => Some(tenant),
+            | AuditAction::UnbindTenant { tenant, .. }
+            | AuditAction::Abandon { tenant, .. } => Some(tenant),
             _ => None,
         }
     }

@@ -14,7 +14,7 @@ use crate::error::{check_free_text, check_len, Field, ValidationError};
 use crate::fingerprint::Fingerprint;
 use crate::operation_id::OperationId;
 use crate::placement::{ClusterChange, GroupChange};
-use crate::policy::{validate_lease, Policy};
+use crate::policy::{validate_abandon_after, validate_lease, Policy};
 use crate::record::{ErrorSummary, Holder, RecordKey, StoredResult};
 use crate::scope::{validate_actor, validate_tenant};
 
@@ -28,6 +28,8 @@ pub const MAX_PURGE_BATCH: u32 = 10_000;
 pub const MAX_REASON: usize = 1024;
 /// Longest remote reference.
 pub const MAX_REMOTE_REF: usize = 256;
+/// Most records one `Abandon` command names.
+pub const MAX_ABANDON_BATCH: usize = 1000;
 
 /// A change to the store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +71,9 @@ pub enum Command {
     /// Audit entry for a membership change committed just before (membership entries
     /// never reach the state machine; this one is not atomic with them).
     NoteMembership(Audited<MembershipNote>),
+    /// Delete abandoned claims that never began anything irreversible (leader's sweep,
+    /// per-endpoint `abandon_after`), audited.
+    Abandon(Audited<Abandon>),
 }
 
 /// A change with the principal that asked for it and why: written to the audit log in the
@@ -175,6 +180,28 @@ pub struct Expire {
     pub limit: u32,
 }
 
+/// Delete the named records if, when applied, each is still an abandoned claim: PENDING or
+/// IN_PROGRESS, stage NOT_CALLED (nothing irreversible began, before or after a takeover),
+/// no live lease, unchanged for at least its `after`, at the version the sweep saw.
+/// Apply re-checks every condition, so a record that moved on since the sweep looked at
+/// it is left alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Abandon {
+    /// The records, each with the conditions it must still meet.
+    pub targets: Vec<AbandonTarget>,
+}
+
+/// One record an `Abandon` command may delete.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbandonTarget {
+    /// The record.
+    pub key: RecordKey,
+    /// The version the sweep saw; any other version leaves the record alone.
+    pub version: u64,
+    /// The endpoint's `abandon_after`: how long the record must have been unchanged.
+    pub after: Duration,
+}
+
 /// What an operator decided about a record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ReconcileTarget {
@@ -251,6 +278,10 @@ impl Command {
                 let members = audited.change.voters.len() + audited.change.learners.len();
                 check_len(Field::Limit, members, 0, MAX_NOTE_MEMBERS)
             }
+            Command::Abandon(audited) => {
+                check_admin(&audited.reason, &audited.admin)?;
+                audited.change.validate()
+            }
         }
     }
 
@@ -273,7 +304,8 @@ impl Command {
             | Command::Group(_)
             | Command::AuditedCluster(_)
             | Command::AuditedGroup(_)
-            | Command::NoteMembership(_) => return None,
+            | Command::NoteMembership(_)
+            | Command::Abandon(_) => return None,
         };
         Some(target.scope.tenant())
     }
@@ -297,6 +329,7 @@ impl Command {
             Command::AuditedCluster(_) => "cluster_config",
             Command::AuditedGroup(_) => "group_state",
             Command::NoteMembership(_) => "note_membership",
+            Command::Abandon(_) => "abandon",
         }
     }
 }
@@ -339,6 +372,15 @@ impl Reconcile {
                 error.validate()
             }
         }
+    }
+}
+
+impl Abandon {
+    fn validate(&self) -> Result<(), ValidationError> {
+        check_len(Field::Limit, self.targets.len(), 1, MAX_ABANDON_BATCH)?;
+        self.targets
+            .iter()
+            .try_for_each(|target| validate_abandon_after(target.after))
     }
 }
 

@@ -64,6 +64,8 @@ pub enum Field {
     ResultContentType,
     /// `result.result_version`.
     ResultVersion,
+    /// An endpoint's `abandon_after` (carried by the sweep's `Abandon` command).
+    AbandonAfter,
 }
 
 impl Field {
@@ -97,6 +99,7 @@ impl Field {
             Field::ResultBody => "result.body",
             Field::ResultContentType => "result.content_type",
             Field::ResultVersion => "result.result_version",
+            Field::AbandonAfter => "policy.abandon_after",
         }
     }
 
@@ -106,7 +109,9 @@ impl Field {
             Field::Tenant | Field::Environment | Field::Actor | Field::Endpoint => "INVALID_SCOPE",
             Field::Key => "INVALID_KEY",
             Field::Fingerprints => "INVALID_FINGERPRINT",
-            Field::Lease | Field::Retention | Field::MaxResultBytes => "INVALID_POLICY",
+            Field::Lease | Field::Retention | Field::MaxResultBytes | Field::AbandonAfter => {
+                "INVALID_POLICY"
+            }
             Field::StatusCode
             | Field::ResourceId
             | Field::ResourceVersion

@@ -19,6 +19,11 @@ pub const MAX_LEASE: Duration = Duration::from_secs(3600);
 pub const MIN_RETENTION: Duration = Duration::from_secs(1);
 /// Longest retention accepted (400 days).
 pub const MAX_RETENTION: Duration = Duration::from_secs(400 * 24 * 3600);
+/// Shortest `abandon_after` accepted: an endpoint's abandoned claims are deleted no
+/// sooner than this after their last change (see [`validate_abandon_after`]).
+pub const MIN_ABANDON_AFTER: Duration = Duration::from_secs(60);
+/// Longest `abandon_after` accepted (the longest retention).
+pub const MAX_ABANDON_AFTER: Duration = MAX_RETENTION;
 /// Smallest result limit accepted.
 pub const MIN_RESULT_BYTES: u32 = 64;
 /// Largest result limit accepted (1 MiB).
@@ -102,6 +107,20 @@ impl Policy {
 /// Checks a lease duration.
 pub fn validate_lease(lease: Duration) -> Result<(), ValidationError> {
     check_duration(Field::Lease, lease, MIN_LEASE, MAX_LEASE)
+}
+
+/// Checks an endpoint's `abandon_after`: how long a PENDING or IN_PROGRESS record that never
+/// began anything irreversible (stage NOT_CALLED) and holds no live lease may sit unchanged
+/// before the leader's sweep deletes it. It is not part of the stored [`Policy`]: the
+/// proposer reads it from configuration and carries it in each `Abandon` command, so
+/// records written before it existed need no new encoding.
+pub fn validate_abandon_after(after: Duration) -> Result<(), ValidationError> {
+    check_duration(
+        Field::AbandonAfter,
+        after,
+        MIN_ABANDON_AFTER,
+        MAX_ABANDON_AFTER,
+    )
 }
 
 fn check_duration(

@@ -33,6 +33,7 @@ pub mod policy;
 pub mod replica;
 pub mod shutdown;
 pub mod stats;
+pub mod stuck;
 pub mod sweep;
 pub mod telemetry;
 pub mod tls;

@@ -2,8 +2,11 @@
 //!
 //! One [`Registry`] per node (not the process-global one), so several nodes in one test
 //! process never share counters. Labels are small closed sets (outcome, state, method, gRPC
-//! code, reason): never a key, a tenant, an actor or an operation id, which would both leak
-//! data and explode the series count.
+//! code, reason): never a key, an actor or an operation id, which would both leak data and
+//! explode the series count. Tenant and endpoint appear only on the series that exist to
+//! find a misbehaving tenant or endpoint, and each of those caps its label sets (the
+//! heaviest [`MAX_TENANT_SERIES`] keep their own series, the rest are summed under
+//! [`OTHER_LABEL`]).
 //!
 //! Counters are updated where the event happens (the claim handler, the sweep, the Raft
 //! proposer); gauges that describe state (records by state, Raft indexes) are refreshed when
@@ -14,9 +17,17 @@ use prometheus::{
     IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
+use std::collections::BTreeMap;
+
 use crate::backend::RaftStatus;
 use crate::stats::RecordStats;
 use crate::usage::Usage;
+
+/// Most label sets a tenant- or endpoint-labelled series keeps; the rest are summed under
+/// [`OTHER_LABEL`].
+pub const MAX_TENANT_SERIES: usize = 100;
+/// The label of the series that sums what did not fit under [`MAX_TENANT_SERIES`].
+pub const OTHER_LABEL: &str = "_other";
 
 /// Every metric of a node.
 pub struct Metrics {
@@ -44,6 +55,14 @@ pub struct Metrics {
     pub sweep_batches: IntCounter,
     /// `idem_sweep_failures_total`: expiry batches that failed or timed out.
     pub sweep_failures: IntCounter,
+    /// `idem_stuck_records{tenant,endpoint}`: PENDING or IN_PROGRESS records unchanged for
+    /// longer than their endpoint's `stuck_after`, as of the leader's last complete scan
+    /// pass (at most [`MAX_TENANT_SERIES`] label sets, see [`Metrics::set_stuck`]).
+    pub stuck_records: IntGaugeVec,
+    /// `idem_abandoned_total`: abandoned claims deleted (`abandon_after`).
+    pub abandoned: IntCounter,
+    /// `idem_stuck_scan_failures_total`: scan ticks that failed.
+    pub stuck_scan_failures: IntCounter,
     /// `idem_rpc_duration_seconds{service,method,code}`: gRPC handling time.
     pub rpc_duration: HistogramVec,
     /// `idem_rpc_errors_total{method,reason}`: failed gRPC calls by reason.
@@ -178,6 +197,9 @@ impl Metrics {
             sweep_deleted: counter(&r, "idem_sweep_deleted_total", "Terminal records deleted by the expiry sweep after their retention."),
             sweep_batches: counter(&r, "idem_sweep_batches_total", "Expiry batches proposed by this node as leader."),
             sweep_failures: counter(&r, "idem_sweep_failures_total", "Expiry batches that failed or timed out."),
+            stuck_records: gauge_vec(&r, "idem_stuck_records", "PENDING or IN_PROGRESS records unchanged for longer than their endpoint's stuck_after, by tenant and endpoint, as of the leader's last complete scan pass (at most 100 label sets; the rest under _other).", &["tenant", "endpoint"]),
+            abandoned: counter(&r, "idem_abandoned_total", "Abandoned claims (stage NOT_CALLED, no live lease) deleted after their endpoint's abandon_after."),
+            stuck_scan_failures: counter(&r, "idem_stuck_scan_failures_total", "Stuck-record scan ticks that failed (retried at the next tick)."),
             rpc_duration: histogram_vec(&r, "idem_rpc_duration_seconds", "gRPC request handling time, by service, method and status code.", &["service", "method", "code"]),
             rpc_errors: counter_vec(&r, "idem_rpc_errors_total", "Failed gRPC requests, by method and machine-readable reason.", &["method", "reason"]),
             raft_write_duration: histogram_vec(&r, "idem_raft_write_duration_seconds", "Time from proposing a command to its applied outcome, by command.", &["command"]),
@@ -228,6 +250,31 @@ impl Metrics {
         self.records_scan_truncated.set(i64::from(stats.truncated));
         let age_ms = stats.oldest_active_age_ms(now_ms);
         self.oldest_active_age.set(age_ms as f64 / 1000.0);
+    }
+
+    /// Replaces `idem_stuck_records` with `counts`: the [`MAX_TENANT_SERIES`]` - 1` largest
+    /// keep their own label set, the rest are summed under `(_other, _other)`.
+    pub fn set_stuck(&self, counts: &BTreeMap<(String, String), u64>) {
+        self.stuck_records.reset();
+        let mut largest: Vec<_> = counts.iter().collect();
+        largest.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        let own = if largest.len() > MAX_TENANT_SERIES {
+            MAX_TENANT_SERIES - 1
+        } else {
+            largest.len()
+        };
+        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        for ((tenant, endpoint), count) in &largest[..own] {
+            self.stuck_records
+                .with_label_values(&[tenant, endpoint])
+                .set(int(**count));
+        }
+        let rest: u64 = largest[own..].iter().map(|(_, count)| **count).sum();
+        if own < largest.len() {
+            self.stuck_records
+                .with_label_values(&[OTHER_LABEL, OTHER_LABEL])
+                .set(int(rest));
+        }
     }
 
     /// Refreshes the disk and memory gauges from a sample.
@@ -318,6 +365,8 @@ mod tests {
             "idem_sweep_deleted_total",
             "idem_sweep_batches_total",
             "idem_sweep_failures_total",
+            "idem_abandoned_total",
+            "idem_stuck_scan_failures_total",
             "idem_rpc_duration_seconds_bucket",
             "idem_rpc_errors_total",
             "idem_raft_write_duration_seconds_bucket",
@@ -350,5 +399,28 @@ mod tests {
         assert!(text.contains("idem_data_dir_bytes 10"));
         assert!(text.contains("idem_snapshot_bytes 4"));
         assert!(text.contains("idem_process_resident_memory_bytes 2048"));
+    }
+
+    #[test]
+    fn stuck_series_are_capped_with_the_rest_under_other() {
+        let metrics = Metrics::new();
+        let mut counts = BTreeMap::new();
+        for i in 0..(MAX_TENANT_SERIES + 5) {
+            counts.insert((format!("t{i:03}"), "POST /x".to_owned()), 1000 - i as u64);
+        }
+        metrics.set_stuck(&counts);
+        let text = metrics.render();
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("idem_stuck_records{"))
+            .count();
+        assert_eq!(series, MAX_TENANT_SERIES);
+        assert!(text.contains(r#"idem_stuck_records{endpoint="POST /x",tenant="t000"} 1000"#));
+        // t099..t104 (6 sets: 901 + 900 + ... + 896) did not fit.
+        assert!(text.contains(r#"idem_stuck_records{endpoint="_other",tenant="_other"} 5391"#));
+
+        // A later pass replaces the earlier one: nothing stuck, no series.
+        metrics.set_stuck(&BTreeMap::new());
+        assert!(!metrics.render().contains("idem_stuck_records{"));
     }
 }

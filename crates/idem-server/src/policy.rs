@@ -18,11 +18,22 @@
 //!
 //! The policy is resolved once, by the proposer, and travels inside the `Claim` command, so
 //! apply never reads configuration and every replica stores the same policy.
+//!
+//! Two endpoint settings are not part of the stored policy because they describe what the
+//! leader's housekeeping does, not the record: `stuck_after` (when a PENDING or IN_PROGRESS
+//! record unchanged that long is reported as stuck, default [`DEFAULT_STUCK_AFTER`]) and
+//! `abandon_after` (off by default: when a claim that never began anything irreversible
+//! may be deleted, see `crate::stuck`). The sweep reads them when it looks at a record and
+//! carries `abandon_after` in its `Abandon` command, so apply still reads no configuration.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use idem_core::{Field, Policy, Risk, ValidationError};
+
+/// When a PENDING or IN_PROGRESS record unchanged this long counts as stuck, unless its
+/// endpoint sets `stuck_after`.
+pub const DEFAULT_STUCK_AFTER: Duration = Duration::from_secs(15 * 60);
 
 /// The part of a policy an endpoint may set; unset fields inherit the cluster default.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -41,6 +52,11 @@ pub struct EndpointPolicy {
     pub retention_ceiling: Option<Duration>,
     /// Largest `max_result_bytes` a claim may ask for.
     pub max_result_bytes_ceiling: Option<u32>,
+    /// When an unchanged PENDING or IN_PROGRESS record is reported as stuck.
+    pub stuck_after: Option<Duration>,
+    /// When an abandoned claim (stage NOT_CALLED, no live lease, unchanged) is deleted;
+    /// `None` (the default) never deletes one.
+    pub abandon_after: Option<Duration>,
 }
 
 impl EndpointPolicy {
@@ -112,6 +128,25 @@ impl Policies {
                 .max_result_bytes
                 .unwrap_or(self.default.max_result_bytes),
         }
+    }
+
+    /// How long a PENDING or IN_PROGRESS record of `endpoint` may sit unchanged before it
+    /// is reported as stuck.
+    pub fn stuck_after(&self, endpoint: &str) -> Duration {
+        self.endpoints
+            .get(endpoint)
+            .and_then(|p| p.stuck_after)
+            .unwrap_or(DEFAULT_STUCK_AFTER)
+    }
+
+    /// The `abandon_after` of `endpoint`, if it has one.
+    pub fn abandon_after(&self, endpoint: &str) -> Option<Duration> {
+        self.endpoints.get(endpoint).and_then(|p| p.abandon_after)
+    }
+
+    /// True when some endpoint has an `abandon_after`.
+    pub fn any_abandon_after(&self) -> bool {
+        self.endpoints.values().any(|p| p.abandon_after.is_some())
     }
 
     /// The policy a new record of `endpoint` gets for a claim asking for `overrides`.
@@ -276,6 +311,31 @@ mod tests {
             ..Overrides::default()
         };
         policies.resolve("POST /v1/orders", &long).unwrap();
+    }
+
+    #[test]
+    fn stuck_and_abandon_thresholds_are_per_endpoint() {
+        let mut policies = policies();
+        policies.endpoints.insert(
+            "POST /v1/imports".to_owned(),
+            EndpointPolicy {
+                stuck_after: Some(Duration::from_secs(60)),
+                abandon_after: Some(Duration::from_secs(3600)),
+                ..EndpointPolicy::default()
+            },
+        );
+        assert_eq!(
+            policies.stuck_after("POST /v1/imports"),
+            Duration::from_secs(60)
+        );
+        assert_eq!(policies.stuck_after("POST /v1/orders"), DEFAULT_STUCK_AFTER);
+        assert_eq!(
+            policies.abandon_after("POST /v1/imports"),
+            Some(Duration::from_secs(3600))
+        );
+        assert_eq!(policies.abandon_after("POST /v1/charges"), None);
+        assert!(policies.any_abandon_after());
+        assert!(!self::policies().any_abandon_after(), "off by default");
     }
 
     #[test]

@@ -1026,6 +1026,10 @@ pub struct ListArgs {
     /// The next_page_token of the previous page.
     #[arg(long)]
     pub page_token: Option<String>,
+    /// Only stuck records: PENDING or IN_PROGRESS, unchanged for longer than their
+    /// endpoint's stuck_after (15m unless configured), or than --older-than when given.
+    #[arg(long)]
+    pub stuck: bool,
 }
 
 /// Record states.

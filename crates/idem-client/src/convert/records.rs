@@ -61,6 +61,7 @@ pub(crate) fn list_query_to_proto(query: &ListQuery) -> v1::ListOperationsReques
         older_than_ms: query.older_than.map_or(0, millis),
         limit: query.limit.unwrap_or(0),
         page_token: query.page_token.clone().unwrap_or_default(),
+        stuck: query.stuck,
         tenant: query.tenant.clone().unwrap_or_default(),
     }
 }
@@ -152,6 +153,7 @@ mod tests {
             limit: Some(10),
             page_token: None,
             tenant: Some("acme".into()),
+            stuck: true,
         };
         let wire = list_query_to_proto(&query);
         assert_eq!(
@@ -162,6 +164,7 @@ mod tests {
         assert_eq!(wire.limit, 10);
         assert_eq!(wire.page_token, "");
         assert_eq!(wire.tenant, "acme");
+        assert!(wire.stuck);
         assert_eq!(list_query_to_proto(&ListQuery::default()).limit, 0);
     }
 

@@ -7,12 +7,14 @@
 //! through the [`StateStore`] and commits exactly one [`WriteSet`] (metadata included),
 //! even when it is rejected, so the replicated clock advances identically everywhere.
 
+mod abandon;
 mod admin;
 mod claim;
 mod expire;
 mod placement;
 mod worker;
 
+pub use abandon::is_abandoned;
 pub use claim::replay;
 
 use crate::command::Command;
@@ -106,6 +108,7 @@ fn dispatch<S: StateStore + ?Sized>(
             placement::group(state, ctx, &audited.change, Some(by))
         }
         Command::NoteMembership(note) => Ok(admin::note_membership(ctx, note)),
+        Command::Abandon(abandon) => abandon::abandon(state, ctx, abandon),
     }
 }
 

@@ -27,6 +27,7 @@ use crate::api::{encode, members, regions};
 use crate::api::{observe, record_operation, ApiContext};
 use crate::auth::{Principal, Role};
 use crate::backend::{Backend, RequestError};
+use crate::policy::Policies;
 
 /// `ListOperations` page size when the request says 0.
 pub const DEFAULT_LIST_LIMIT: usize = 100;
@@ -49,6 +50,7 @@ pub struct AdminService {
 
 /// A validated `ListOperations` request.
 struct ListQuery {
+    stuck: bool,
     states: BTreeSet<State>,
     older_than_ms: u64,
     limit: usize,
@@ -61,6 +63,16 @@ impl ListQuery {
         let mut states = BTreeSet::new();
         for value in req.states {
             states.extend(fields::state_filter(value)?);
+        }
+        if req.stuck {
+            if states.iter().any(|s| !s.is_active()) {
+                return Err(RequestError::argument(
+                    "stuck: only PENDING and IN_PROGRESS records can be stuck",
+                ));
+            }
+            if states.is_empty() {
+                states.extend([State::Pending, State::InProgress]);
+            }
         }
         let limit = match req.limit {
             0 => DEFAULT_LIST_LIMIT,
@@ -86,6 +98,7 @@ impl ListQuery {
             Some(token)
         };
         Ok(ListQuery {
+            stuck: req.stuck,
             states,
             older_than_ms: req.older_than_ms,
             limit,
@@ -94,10 +107,16 @@ impl ListQuery {
         })
     }
 
-    fn matches(&self, record: &Record, now: Timestamp) -> bool {
+    fn matches(&self, record: &Record, now: Timestamp, policies: &Policies) -> bool {
         let state_ok = self.states.is_empty() || self.states.contains(&record.state);
         let age = now.millis().saturating_sub(record.updated_at.millis());
-        state_ok && age >= self.older_than_ms
+        let older_than = if self.stuck && self.older_than_ms == 0 {
+            let after = policies.stuck_after(record.key.scope.endpoint());
+            u64::try_from(after.as_millis()).unwrap_or(u64::MAX)
+        } else {
+            self.older_than_ms
+        };
+        state_ok && age >= older_than
     }
 
     /// Runs the query: matching records and the cursor to resume from (`None` at the end).
@@ -105,6 +124,7 @@ impl ListQuery {
         &self,
         backend: &dyn Backend,
         now: Timestamp,
+        policies: &Policies,
     ) -> Result<(Vec<Record>, Option<Vec<u8>>), RequestError> {
         let mut found = Vec::new();
         let mut cursor = self.after.clone();
@@ -115,7 +135,7 @@ impl ListQuery {
             for record in page {
                 scanned += 1;
                 cursor = Some(record.key.encode());
-                if self.matches(&record, now) {
+                if self.matches(&record, now, policies) {
                     found.push(record);
                     if found.len() == self.limit {
                         return Ok((found, cursor));
@@ -167,9 +187,10 @@ impl AdminService {
         let query = ListQuery::parse(req)?;
         self.ctx.backend.read_barrier().await?;
         let backend = Arc::clone(&self.ctx.backend);
+        let policies = Arc::clone(&self.ctx.policies);
         let (records, cursor) = tokio::task::spawn_blocking(move || {
             let now = backend.now();
-            query.run(backend.as_ref(), now)
+            query.run(backend.as_ref(), now, &policies)
         })
         .await
         .map_err(|e| RequestError::Internal(format!("list task failed: {e}")))??;
@@ -662,5 +683,59 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(parse(bad_tenant).unwrap_err().reason(), "INVALID_SCOPE");
+        let stuck_terminal = pb::ListOperationsRequest {
+            stuck: true,
+            states: vec![pb::State::Completed.into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            parse(stuck_terminal).unwrap_err().reason(),
+            "INVALID_ARGUMENT"
+        );
+    }
+
+    #[test]
+    fn stuck_means_active_and_idle_past_the_endpoints_threshold() {
+        use std::time::Duration;
+
+        use idem_core::testing::Harness;
+
+        use crate::policy::EndpointPolicy;
+
+        let mut policies = Policies::default();
+        policies.endpoints.insert(
+            "POST /v1/charges".into(),
+            EndpointPolicy {
+                stuck_after: Some(Duration::from_secs(60)),
+                ..EndpointPolicy::default()
+            },
+        );
+        let mut h = Harness::new(idem_core::MemoryStore::new());
+        let key = Harness::<idem_core::MemoryStore>::target("k");
+        h.acquire(&key, "w1");
+        let record = h.record(&key).unwrap();
+        let at = |secs: u64| Timestamp(record.updated_at.millis() + secs * 1000);
+        let query = |older_than_ms| {
+            ListQuery::parse(pb::ListOperationsRequest {
+                stuck: true,
+                older_than_ms,
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        let stuck = query(0);
+        assert!(!stuck.matches(&record, at(59), &policies));
+        assert!(stuck.matches(&record, at(60), &policies));
+        // Another endpoint: the 15-minute default.
+        let mut other = record.clone();
+        other.key.scope = idem_core::Scope::new("acme", "live", "user-1", "POST /v1/x").unwrap();
+        assert!(!stuck.matches(&other, at(899), &policies));
+        assert!(stuck.matches(&other, at(900), &policies));
+        // --older-than wins over the endpoint's threshold.
+        assert!(query(10_000).matches(&record, at(10), &policies));
+        // A terminal record is never stuck.
+        let mut done = record.clone();
+        done.state = State::Completed;
+        assert!(!stuck.matches(&done, at(3600), &policies));
     }
 }

@@ -225,6 +225,16 @@ fn details(action: &AuditAction) -> HashMap<String, String> {
             ("leader_id", leader_id.to_string()),
             ("epoch", epoch.to_string()),
         ],
+        AuditAction::Abandon {
+            operation_id,
+            state,
+            idle_ms,
+            ..
+        } => vec![
+            ("operation_id", operation_id.to_string()),
+            ("state", state.name().to_owned()),
+            ("idle_ms", idle_ms.to_string()),
+        ],
         AuditAction::Membership(note) => vec![
             ("change", note.kind.name().to_owned()),
             ("member", note.member.to_string()),

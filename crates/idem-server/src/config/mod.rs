@@ -362,6 +362,12 @@ impl Config {
             if let Some(bytes) = custom.max_result_bytes_ceiling {
                 table.insert("max_result_bytes_ceiling".into(), int(bytes.into()));
             }
+            if let Some(after) = custom.stuck_after {
+                table.insert("stuck_after".into(), duration(after));
+            }
+            if let Some(after) = custom.abandon_after {
+                table.insert("abandon_after".into(), duration(after));
+            }
             endpoints.insert(endpoint.clone(), toml::Value::Table(table));
         }
         root.insert("policies".into(), toml::Value::Table(endpoints));
@@ -679,6 +685,8 @@ fn endpoint_policy(
             result_bytes,
             p,
         ),
+        stuck_after: endpoint_field(name, table, "stuck_after", path, stuck_after, p),
+        abandon_after: endpoint_field(name, table, "abandon_after", path, abandon_after, p),
     }
 }
 
@@ -766,6 +774,24 @@ fn retention_ceiling(text: &str) -> Result<Duration, String> {
         text,
         idem_core::policy::MIN_RETENTION,
         idem_core::policy::MAX_RETENTION,
+    )
+}
+
+/// An endpoint's `stuck_after`: at least a second, at most the longest retention.
+fn stuck_after(text: &str) -> Result<Duration, String> {
+    duration_in(
+        text,
+        Duration::from_secs(1),
+        idem_core::policy::MAX_RETENTION,
+    )
+}
+
+/// An endpoint's `abandon_after`, in the range the `Abandon` command accepts.
+fn abandon_after(text: &str) -> Result<Duration, String> {
+    duration_in(
+        text,
+        idem_core::policy::MIN_ABANDON_AFTER,
+        idem_core::policy::MAX_ABANDON_AFTER,
     )
 }
 

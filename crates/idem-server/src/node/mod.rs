@@ -62,6 +62,7 @@ use crate::metrics::Metrics;
 use crate::replica::forward::Forwarder;
 use crate::replica::Shared;
 use crate::stats::StatsCache;
+use crate::stuck::{self, StuckConfig};
 use crate::sweep::{self, SweepConfig};
 use crate::tls::{ReloadingTls, TlsSource};
 
@@ -207,6 +208,17 @@ impl Node {
                 SweepConfig {
                     interval: config.sweep_interval,
                     batch: config.sweep_batch,
+                },
+                Arc::clone(&metrics),
+                shutdown.clone(),
+            )),
+            tokio::spawn(stuck::run(
+                group_backends(groups.clone()),
+                StuckConfig {
+                    interval: config.sweep_interval,
+                    per_tick: stuck::SCAN_PER_TICK,
+                    policies: Arc::new(config.policies.clone()),
+                    node_id: config.node_id,
                 },
                 Arc::clone(&metrics),
                 shutdown.clone(),

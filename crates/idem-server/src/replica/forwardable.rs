@@ -48,6 +48,7 @@ pub fn check(command: &Command) -> Result<(), &'static str> {
             | GroupChange::ConfirmHome { .. },
         ) => Ok(()),
         Command::Expire(_) => Err("Expire is proposed by the leader's own sweep only"),
+        Command::Abandon(_) => Err("Abandon is proposed by the leader's own sweep only"),
         Command::Group(GroupChange::Init { .. }) => {
             Err("a group's Init is proposed by its own first leader only")
         }
@@ -80,6 +81,7 @@ pub fn authorize(
         | Command::Release(_)
         | Command::Cancel(_) => principal.require(Role::Worker, command.tenant()),
         Command::Expire(_)
+        | Command::Abandon(_)
         | Command::Reconcile(_)
         | Command::PurgeSubject(_)
         | Command::Cluster(_)

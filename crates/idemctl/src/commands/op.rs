@@ -1,4 +1,8 @@
 //! `idemctl op list` and `idemctl op reconcile`: finding stuck operations and deciding them.
+//!
+//! `op list --stuck` asks the server for the records its stuck-record scan counts in
+//! `idem_stuck_records`: PENDING or IN_PROGRESS, unchanged past their endpoint's
+//! `stuck_after` (the server knows the endpoint thresholds; the CLI does not).
 
 use idem_client::{Client, ListQuery, ReconcileTarget, Reconciliation};
 use idem_core::State;
@@ -28,6 +32,7 @@ pub async fn list(client: &Client, args: ListArgs) -> Result<Doc, CliError> {
         limit: args.limit,
         page_token: args.page_token,
         tenant: args.tenant,
+        stuck: args.stuck,
     };
     let page = client.list_operations(&query).await?;
     let rows = page.records.iter().map(record_doc).collect();
