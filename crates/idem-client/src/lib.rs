@@ -82,6 +82,7 @@ pub mod holder;
 pub mod membership;
 pub mod options;
 pub mod placement;
+pub mod reconcile;
 mod tls;
 mod transport;
 pub mod types;
