@@ -206,6 +206,10 @@ pub enum Command {
     #[command(subcommand)]
     Op(OpCommand),
 
+    /// Automatic reconciliation: ask the downstream, settle records of unknown outcome.
+    #[command(subcommand)]
+    Reconcile(crate::commands::reconcile::ReconcileCommand),
+
     /// Scrub a subject's stored result fields, keeping the anti-duplicate tombstones.
     #[command(
         long_about = "Scrub the stored result fields and error messages of every record of \

@@ -12,6 +12,7 @@ mod claim;
 mod cluster;
 mod op;
 mod read;
+pub(crate) mod reconcile;
 mod regions;
 mod snapshot;
 mod worker;
@@ -53,6 +54,9 @@ pub async fn run(cli: Cli) -> Result<Doc, CliError> {
         Command::Op(OpCommand::Show(args)) => read::show(&client, args).await,
         Command::Op(OpCommand::List(args)) => op::list(&client, args).await,
         Command::Op(OpCommand::Reconcile(args)) => op::reconcile(&client, args).await,
+        Command::Reconcile(reconcile::ReconcileCommand::Run(args)) => {
+            reconcile::run(client, args, cli.write_out).await
+        }
         Command::Purge(args) => admin::purge(&client, args).await,
         Command::Snapshot(SnapshotCommand::Save(args)) => snapshot::save(&client, &args.file).await,
         Command::Cert(_) | Command::Auth(_) | Command::Snapshot(SnapshotCommand::Restore(_)) => {
