@@ -17,7 +17,10 @@ use prometheus::{
     IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use idem_core::ClaimKind;
 
 use crate::backend::RaftStatus;
 use crate::stats::RecordStats;
@@ -63,6 +66,13 @@ pub struct Metrics {
     pub abandoned: IntCounter,
     /// `idem_stuck_scan_failures_total`: scan ticks that failed.
     pub stuck_scan_failures: IntCounter,
+    /// `idem_tenant_claims_total{tenant,signal}`: claims answered by this node, by tenant
+    /// and what they reveal about the caller (see [`Metrics::count_tenant_claim`]).
+    pub tenant_claims: IntCounterVec,
+    /// The tenants with their own `idem_tenant_claims_total` series (at most
+    /// [`MAX_TENANT_SERIES`] - 1, first come first served; later tenants count under
+    /// [`OTHER_LABEL`]).
+    signal_tenants: Mutex<BTreeSet<String>>,
     /// `idem_rpc_duration_seconds{service,method,code}`: gRPC handling time.
     pub rpc_duration: HistogramVec,
     /// `idem_rpc_errors_total{method,reason}`: failed gRPC calls by reason.
@@ -200,6 +210,8 @@ impl Metrics {
             stuck_records: gauge_vec(&r, "idem_stuck_records", "PENDING or IN_PROGRESS records unchanged for longer than their endpoint's stuck_after, by tenant and endpoint, as of the leader's last complete scan pass (at most 100 label sets; the rest under _other).", &["tenant", "endpoint"]),
             abandoned: counter(&r, "idem_abandoned_total", "Abandoned claims (stage NOT_CALLED, no live lease) deleted after their endpoint's abandon_after."),
             stuck_scan_failures: counter(&r, "idem_stuck_scan_failures_total", "Stuck-record scan ticks that failed (retried at the next tick)."),
+            tenant_claims: counter_vec(&r, "idem_tenant_claims_total", "Claims answered by this node, by tenant and signal: claim (every claim), replay (answered from a stored result), mismatch (same key, different request), in_flight (collided with a live lease). At most 100 tenants; later ones under _other.", &["tenant", "signal"]),
+            signal_tenants: Mutex::new(BTreeSet::new()),
             rpc_duration: histogram_vec(&r, "idem_rpc_duration_seconds", "gRPC request handling time, by service, method and status code.", &["service", "method", "code"]),
             rpc_errors: counter_vec(&r, "idem_rpc_errors_total", "Failed gRPC requests, by method and machine-readable reason.", &["method", "reason"]),
             raft_write_duration: histogram_vec(&r, "idem_raft_write_duration_seconds", "Time from proposing a command to its applied outcome, by command.", &["command"]),
@@ -275,6 +287,43 @@ impl Metrics {
                 .with_label_values(&[OTHER_LABEL, OTHER_LABEL])
                 .set(int(rest));
         }
+    }
+
+    /// Counts a claim answer of `tenant` in `idem_tenant_claims_total`: `claim` always, and
+    /// the misuse signal its kind is: `replay` (COMPLETED or FAILED: a retry of finished
+    /// work; a high rate is normal for flaky networks, a rate near 1 means callers retry
+    /// what already succeeded), `mismatch` (FINGERPRINT_MISMATCH: one key reused for a
+    /// different request) or `in_flight` (IN_PROGRESS: a retry while the first attempt
+    /// still runs, e.g. a client timeout shorter than the work).
+    pub fn count_tenant_claim(&self, tenant: &str, kind: ClaimKind) {
+        let tenant = self.signal_tenant(tenant);
+        let signal = match kind {
+            ClaimKind::Completed | ClaimKind::Failed => Some("replay"),
+            ClaimKind::FingerprintMismatch => Some("mismatch"),
+            ClaimKind::InProgress => Some("in_flight"),
+            _ => None,
+        };
+        for signal in std::iter::once("claim").chain(signal) {
+            self.tenant_claims
+                .with_label_values(&[tenant.as_str(), signal])
+                .inc();
+        }
+    }
+
+    /// `tenant` if it has (or may get) its own series, else [`OTHER_LABEL`].
+    fn signal_tenant(&self, tenant: &str) -> String {
+        let mut tenants = self
+            .signal_tenants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if tenants.contains(tenant) {
+            return tenant.to_owned();
+        }
+        if tenants.len() < MAX_TENANT_SERIES - 1 {
+            tenants.insert(tenant.to_owned());
+            return tenant.to_owned();
+        }
+        OTHER_LABEL.to_owned()
     }
 
     /// Refreshes the disk and memory gauges from a sample.
@@ -399,6 +448,35 @@ mod tests {
         assert!(text.contains("idem_data_dir_bytes 10"));
         assert!(text.contains("idem_snapshot_bytes 4"));
         assert!(text.contains("idem_process_resident_memory_bytes 2048"));
+    }
+
+    #[test]
+    fn tenant_claim_signals_are_counted_with_a_capped_tenant_set() {
+        let metrics = Metrics::new();
+        for kind in [
+            ClaimKind::Acquired,
+            ClaimKind::Completed,
+            ClaimKind::Failed,
+            ClaimKind::FingerprintMismatch,
+            ClaimKind::InProgress,
+            ClaimKind::InProgress,
+        ] {
+            metrics.count_tenant_claim("acme", kind);
+        }
+        for i in 0..MAX_TENANT_SERIES + 3 {
+            metrics.count_tenant_claim(&format!("t{i}"), ClaimKind::Acquired);
+        }
+        let text = metrics.render();
+        let line = |tenant: &str, signal: &str, n: u64| {
+            format!("idem_tenant_claims_total{{signal=\"{signal}\",tenant=\"{tenant}\"}} {n}")
+        };
+        for (signal, n) in [("claim", 6), ("replay", 2), ("mismatch", 1), ("in_flight", 2)] {
+            assert!(text.contains(&line("acme", signal, n)), "{signal} in\n{text}");
+        }
+        // acme and t0..t97 have their own series; t98..t102 share _other.
+        assert!(text.contains(&line("t97", "claim", 1)));
+        assert!(!text.contains("tenant=\"t98\""));
+        assert!(text.contains(&line(OTHER_LABEL, "claim", 5)));
     }
 
     #[test]

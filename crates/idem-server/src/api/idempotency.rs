@@ -119,6 +119,7 @@ impl IdempotencyService {
             .claims
             .with_label_values(&[outcome.kind.name()])
             .inc();
+        metrics.count_tenant_claim(outcome.record.key.scope.tenant(), outcome.kind);
         if outcome.kind == ClaimKind::TakenOver && !outcome.redelivered {
             let stage = outcome.previous_stage.map_or("NONE", |s| s.name());
             metrics.takeovers.with_label_values(&[stage]).inc();
