@@ -49,6 +49,10 @@ bench: ## idem vs etcd side by side (3 nodes each, < 10 min; installs etcd-serve
 	@scripts/bootstrap.sh --bench
 	scripts/bench/compare.sh
 
+.PHONY: upgrade-test
+upgrade-test: bootstrap ## Rolling upgrade under load from the previous release (UPGRADE_FROM=<commit>, default a61c250) to this tree, and a rollback of one node (scripts/upgrade-test.sh; the old build is cached under /var/cache, ~10 min of CPU the first time, then ~2 min).
+	scripts/upgrade-test.sh
+
 .PHONY: image compose-test deploy-check
 image: ## The container image idem:<version> from HEAD (deploy/docker/build.sh; makes its bases when no registry answers; ~14 min of both cores at nice 19).
 	@scripts/bootstrap.sh --deploy

@@ -22,6 +22,8 @@ pub struct NodeOptions {
     pub args: Vec<String>,
     /// Extra environment variables, e.g. failpoints.
     pub env: Vec<(String, String)>,
+    /// The `idemd` binary to run instead of this workspace's (e.g. a previous release's).
+    pub idemd: Option<PathBuf>,
 }
 
 impl NodeOptions {
@@ -35,6 +37,12 @@ impl NodeOptions {
     /// Adds an environment variable.
     pub fn env(mut self, name: &str, value: &str) -> Self {
         self.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Runs `path` as `idemd` instead of this workspace's binary.
+    pub fn idemd(mut self, path: PathBuf) -> Self {
+        self.idemd = Some(path);
         self
     }
 }
@@ -171,7 +179,12 @@ impl Node {
         assert!(self.child.is_none(), "node {} already running", self.id);
         self.starts += 1;
         let log = File::create(self.log_path(self.starts)).expect("log file");
-        let mut command = Command::new(binary("idemd"));
+        let idemd = self
+            .options
+            .idemd
+            .clone()
+            .unwrap_or_else(|| binary("idemd"));
+        let mut command = Command::new(idemd);
         if let Some(config) = &self.config {
             command.arg("--config").arg(config);
         }
@@ -243,6 +256,12 @@ impl Node {
             assert!(Instant::now() < deadline, "node {} did not exit", self.id);
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The `idemd` binary the next [`Node::spawn`] runs: `path`, or this workspace's when
+    /// `None` (an upgrade or a rollback of a stopped node).
+    pub fn set_idemd(&mut self, path: Option<PathBuf>) {
+        self.options.idemd = path;
     }
 
     /// Starts again on the same data directory and ports, and waits until healthy.
