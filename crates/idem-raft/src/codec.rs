@@ -144,6 +144,9 @@ pub(crate) fn decode<T: DeserializeOwned>(
 }
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     //! Every message type crosses the wire through bincode; these check that openraft's
     //! serde forms of them round-trip exactly (no `untagged`, no `skip_serializing_if`
