@@ -25,6 +25,10 @@ pub struct Point {
     pub p99_ms: f64,
     /// CPU per operation summed over the nodes, µs (NaN when no node was watched).
     pub cpu_us_per_op: f64,
+    /// Context switches per operation summed over the nodes (NaN when no node was watched).
+    pub switches_per_op: f64,
+    /// CPU of the load generator (client library included) per operation, µs.
+    pub load_generator_us_per_op: f64,
     /// Largest resident set of any node at the end of a run, MiB (NaN when none was watched).
     pub rss_mib: f64,
     /// Failed calls over all repetitions.
@@ -89,6 +93,14 @@ pub fn aggregate(reports: &[Report]) -> BTreeMap<PointKey, Point> {
                 } else {
                     f64::NAN
                 },
+                switches_per_op: if watched {
+                    median(runs.iter().map(|r| r.ctx_switches_per_op()).collect())
+                } else {
+                    f64::NAN
+                },
+                load_generator_us_per_op: median(
+                    runs.iter().map(|r| r.load_generator_us_per_op()).collect(),
+                ),
                 rss_mib: if watched {
                     runs.iter()
                         .flat_map(|r| r.nodes.iter().map(|n| n.rss_mib))

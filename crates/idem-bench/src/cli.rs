@@ -81,6 +81,10 @@ pub struct TargetArgs {
     /// idem: most requests the SDK keeps under way per endpoint while coalescing.
     #[arg(long, default_value_t = Coalescing::default().max_in_flight)]
     pub idem_in_flight: usize,
+    /// idem: longest the SDK lets ready callers join a batch before sending it, while
+    /// another request is under way (0 sends at once).
+    #[arg(long, default_value = "200us", value_parser = humantime::parse_duration)]
+    pub idem_linger: Duration,
 }
 
 impl TargetArgs {
@@ -89,6 +93,7 @@ impl TargetArgs {
         Coalescing {
             max_calls: self.idem_batch,
             max_in_flight: self.idem_in_flight,
+            linger: self.idem_linger,
             ..Coalescing::default()
         }
     }

@@ -4,6 +4,11 @@
 //! generator, the store that burns less CPU per claim is the one that scales. Each node's
 //! `utime + stime` (all threads, `/proc/<pid>/stat`) is read when the measurement window opens
 //! and closes; its resident set (`VmRSS`) and peak (`VmHWM`) from `/proc/<pid>/status` at the end.
+//! Its context switches (voluntary + involuntary, summed over the threads of
+//! `/proc/<pid>/task`) are read around the same window: a task or thread hand-off costs a
+//! switch when the receiver sleeps, so switches per operation count the hand-offs a write
+//! pays (threads that exit within the window take their switches with them, which only
+//! undercounts).
 //!
 //! The whole machine's busy time (`/proc/stat`) and the load generator's own CPU are read over
 //! the same window, so that a run disturbed by something else on the machine (another build, a
@@ -55,6 +60,12 @@ pub struct NodeUsage {
     pub rss_mib: f64,
     /// Peak resident set since the process started, MiB.
     pub rss_peak_mib: f64,
+    /// Context switches (voluntary + involuntary, all threads) in the window.
+    #[serde(default)]
+    pub ctx_switches: u64,
+    /// Those switches divided by the run's operations.
+    #[serde(default)]
+    pub ctx_switches_per_op: f64,
 }
 
 /// CPU ticks (user + system) of `pid` so far; `None` once it is gone.
@@ -67,6 +78,29 @@ pub fn cpu_ticks(pid: u32) -> Option<u64> {
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
     Some(utime + stime)
+}
+
+/// Context switches (voluntary + involuntary) of every live thread of `pid` so far; `None`
+/// once it is gone.
+pub fn ctx_switches(pid: u32) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let total = tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("status")).ok())
+        .map(|status| switches_in(&status))
+        .sum();
+    Some(total)
+}
+
+/// `voluntary_ctxt_switches + nonvoluntary_ctxt_switches` of one `status` file.
+fn switches_in(status: &str) -> u64 {
+    status
+        .lines()
+        .filter(|l| {
+            l.starts_with("voluntary_ctxt_switches:")
+                || l.starts_with("nonvoluntary_ctxt_switches:")
+        })
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum()
 }
 
 /// `(VmRSS, VmHWM)` of `pid` in MiB.
@@ -110,6 +144,7 @@ pub struct MachineUsage {
 pub struct Window {
     opened: std::time::Instant,
     nodes: Vec<Option<u64>>,
+    switches: Vec<Option<u64>>,
     machine: Option<Ticks>,
     own: Option<u64>,
 }
@@ -142,11 +177,12 @@ fn machine_ticks() -> Option<Ticks> {
     })
 }
 
-/// Opens a window: the CPU ticks of every node, of the machine and of this process.
+/// Opens a window: the CPU ticks and context switches of every node, of the machine and of this process.
 pub fn start(nodes: &[NodeSpec]) -> Window {
     Window {
         opened: std::time::Instant::now(),
         nodes: nodes.iter().map(|n| cpu_ticks(n.pid)).collect(),
+        switches: nodes.iter().map(|n| ctx_switches(n.pid)).collect(),
         machine: machine_ticks(),
         own: cpu_ticks(std::process::id()),
     }
@@ -186,25 +222,36 @@ pub fn machine(window: &Window, node_ms: f64) -> MachineUsage {
 pub fn finish(nodes: &[NodeSpec], window: &Window, ops: u64) -> Vec<NodeUsage> {
     nodes
         .iter()
-        .zip(&window.nodes)
-        .filter_map(|(node, before)| {
+        .zip(window.nodes.iter().zip(&window.switches))
+        .filter_map(|(node, (before, switches_before))| {
             let ticks = cpu_ticks(node.pid)?.checked_sub((*before)?)?;
             let (rss_mib, rss_peak_mib) = memory_mib(node.pid)?;
             let cpu_ms = ticks as f64 * ms_per_tick();
+            // Threads that exited take their switches along: never below zero.
+            let switches = ctx_switches(node.pid)
+                .zip(*switches_before)
+                .map_or(0, |(now, then)| now.saturating_sub(then));
             Some(NodeUsage {
                 name: node.name.clone(),
                 pid: node.pid,
                 cpu_ms,
-                cpu_us_per_op: if ops == 0 {
-                    0.0
-                } else {
-                    cpu_ms * 1000.0 / ops as f64
-                },
+                cpu_us_per_op: per_op(cpu_ms * 1000.0, ops),
                 rss_mib,
                 rss_peak_mib,
+                ctx_switches: switches,
+                ctx_switches_per_op: per_op(switches as f64, ops),
             })
         })
         .collect()
+}
+
+/// `total / ops` (0 without operations).
+fn per_op(total: f64, ops: u64) -> f64 {
+    if ops == 0 {
+        0.0
+    } else {
+        total / ops as f64
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +271,10 @@ mod tests {
         assert!("n1".parse::<NodeSpec>().is_err());
         let me = std::process::id();
         assert!(cpu_ticks(me).is_some());
+        // This test's own thread has been scheduled at least once.
+        assert!(ctx_switches(me).is_some_and(|n| n > 0));
+        let status = "Name:\tx\nvoluntary_ctxt_switches:\t7\nnonvoluntary_ctxt_switches:\t5\n";
+        assert_eq!(switches_in(status), 12);
         let (rss, peak) = memory_mib(me).unwrap();
         assert!(rss > 0.0 && peak >= rss);
         let nodes = vec![NodeSpec {

@@ -80,6 +80,20 @@ impl RunResult {
     pub fn cpu_us_per_op(&self) -> f64 {
         self.nodes.iter().map(|n| n.cpu_us_per_op).sum()
     }
+
+    /// Context switches per operation summed over the nodes.
+    pub fn ctx_switches_per_op(&self) -> f64 {
+        self.nodes.iter().map(|n| n.ctx_switches_per_op).sum()
+    }
+
+    /// CPU microseconds of the load generator (the client library and the workload loop)
+    /// per operation.
+    pub fn load_generator_us_per_op(&self) -> f64 {
+        if self.ops == 0 {
+            return 0.0;
+        }
+        self.machine.load_generator * self.duration_s * 1e6 / self.ops as f64
+    }
 }
 
 impl Report {

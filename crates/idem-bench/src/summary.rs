@@ -247,9 +247,11 @@ impl Summary {
                 {
                     let _ = writeln!(
                         out,
-                        "  {backend} CPU per claim+complete at {c} clients: {:.0} µs over all nodes ({:.0} µs per node)",
+                        "  {backend} CPU per claim+complete at {c} clients: {:.0} µs over all nodes ({:.0} µs per node), {:.1} context switches over all nodes; load generator {:.0} µs",
                         p.cpu_us_per_op,
-                        p.cpu_us_per_op / 3.0
+                        p.cpu_us_per_op / 3.0,
+                        p.switches_per_op,
+                        p.load_generator_us_per_op,
                     );
                 }
             }

@@ -1,5 +1,7 @@
 //! The summary table printed on stdout after a run or sweep: one line per measured run.
 //!
+//! `cs/op` is the nodes' context switches per operation (hand-offs between threads that
+//! slept); `gen µs` the load generator's own CPU per operation, client library included.
 //! `other` is the CPU (in cores) used during the window by everything but the nodes, the load
 //! generator and interrupts: other processes and kernel threads (file-system journal,
 //! writeback), and the nodes themselves unless they are watched with `--node-pid`. Above a few
@@ -12,22 +14,26 @@ use crate::results::Report;
 pub fn render(report: &Report) -> String {
     let mut out =
         format!(
-        "{:<5} {:<10} {:<6} {:>7} {:>10} {:<9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>8} {:>6}\n",
+        "{:<5} {:<10} {:<6} {:>7} {:>10} {:<9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>6} {:>7} {:>8} {:>6}\n",
         "store", "workload", "mode", "clients", "ops/s", "latency", "p50 ms", "p90 ms", "p99 ms",
-        "p99.9 ms", "max ms", "errors", "cpu µs/op", "rss MiB", "other"
+        "p99.9 ms", "max ms", "errors", "cpu µs/op", "cs/op", "gen µs", "rss MiB", "other"
     );
     for run in &report.runs {
         let kind = headline(run.workload);
         let lat = run.latency(kind).cloned().unwrap_or_default();
         // Without --node-pid there is nothing to show.
-        let (cpu, rss) = if run.nodes.is_empty() {
-            ("-".to_owned(), "-".to_owned())
+        let (cpu, switches, rss) = if run.nodes.is_empty() {
+            ("-".to_owned(), "-".to_owned(), "-".to_owned())
         } else {
             let rss = run.nodes.iter().map(|n| n.rss_mib).fold(0.0, f64::max);
-            (format!("{:.0}", run.cpu_us_per_op()), format!("{rss:.0}"))
+            (
+                format!("{:.0}", run.cpu_us_per_op()),
+                format!("{:.1}", run.ctx_switches_per_op()),
+                format!("{rss:.0}"),
+            )
         };
         out.push_str(&format!(
-            "{:<5} {:<10} {:<6} {:>7} {:>10.0} {:<9} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>9} {:>8} {:>6.2}\n",
+            "{:<5} {:<10} {:<6} {:>7} {:>10.0} {:<9} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>9} {:>6} {:>7.0} {:>8} {:>6.2}\n",
             report.backend,
             run.workload.name(),
             run.mode,
@@ -41,6 +47,8 @@ pub fn render(report: &Report) -> String {
             lat.max_ms,
             run.counts.errors,
             cpu,
+            switches,
+            run.load_generator_us_per_op(),
             rss,
             run.machine.other,
         ));

@@ -10,9 +10,12 @@
 //! [`Coalescing::max_in_flight`] send slots. Whoever gets a slot takes everything queued (up
 //! to [`Coalescing::max_calls`] calls and [`Coalescing::max_bytes`]) and sends it: alone as
 //! the plain unary call, or as one `Batch`. A caller whose call was taken by someone else's
-//! batch just waits for its answer. Nothing ever waits for a batch to fill: a lone caller
-//! finds a free slot and sends at once, on its own task, exactly as without coalescing;
-//! calls only gather while every slot is busy, and that is when gathering them pays.
+//! batch just waits for its answer. A lone caller never waits for a batch to fill: it finds
+//! a free slot and sends at once, on its own task, exactly as without coalescing; calls only
+//! gather while other requests are under way, and that is when gathering them pays. Then
+//! the slot holder lingers briefly ([`Coalescing::linger`], at most 200 µs by default) while
+//! callers that are ready to run keep adding calls, so that the callers one answer woke
+//! together ride in one batch instead of one each.
 //!
 //! **Same answers.** The server runs each call of a batch through the handler it would reach
 //! alone, and answers it on its own: a call's outcome or error, with the same reason and
@@ -99,6 +102,7 @@ impl Coalescer {
                     slot.expect("the semaphore is never closed")
                 }
             };
+            self.linger().await;
             let (batch, still_queued) = self.take(id);
             if let [only] = batch.as_slice() {
                 if only.id == id {
@@ -117,6 +121,29 @@ impl Coalescer {
             if !still_queued {
                 return answer.await.unwrap_or_else(|_| Err(lost()));
             }
+        }
+    }
+
+    /// Before a slot holder takes its batch: while another request to the endpoint is under
+    /// way (so a lone caller never waits) and the queue has room, lets the tasks that are
+    /// ready to run (typically the callers an answer just woke) add their calls, for as long
+    /// as each pass adds some, within [`Coalescing::linger`]. Yielding instead of sleeping:
+    /// the timer's millisecond resolution would overshoot the bound, and a pass that adds
+    /// nothing ends the wait at once, so it costs no CPU to speak of.
+    async fn linger(&self) {
+        let busy = |s: &Self| s.slots.available_permits() + 1 < s.settings.max_in_flight.max(1);
+        if self.settings.linger.is_zero() || !busy(self) {
+            return;
+        }
+        let until = std::time::Instant::now() + self.settings.linger;
+        let mut queued = self.lock().len();
+        while queued < self.settings.max_calls && std::time::Instant::now() < until {
+            tokio::task::yield_now().await;
+            let now = self.lock().len();
+            if now <= queued || !busy(self) {
+                return;
+            }
+            queued = now;
         }
     }
 

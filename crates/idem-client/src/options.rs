@@ -99,6 +99,10 @@ pub struct Coalescing {
     pub max_bytes: usize,
     /// Most write requests (single calls or batches) under way to one endpoint at once.
     pub max_in_flight: usize,
+    /// Longest a sender waits for more calls to join its batch, and only while another
+    /// request to the endpoint is under way (so a lone caller never waits): it lets the
+    /// tasks that are ready to run add their calls first. Zero sends at once.
+    pub linger: Duration,
 }
 
 impl Default for Coalescing {
@@ -107,6 +111,7 @@ impl Default for Coalescing {
             max_calls: 64,
             max_bytes: 256 * 1024,
             max_in_flight: 4,
+            linger: Duration::from_micros(200),
         }
     }
 }

@@ -257,6 +257,8 @@ mod tests {
             p50_ms: 1.0,
             p99_ms: 3.0,
             cpu_us_per_op: 0.0,
+            switches_per_op: 0.0,
+            load_generator_us_per_op: 0.0,
             rss_mib: 0.0,
             errors: 0,
             other_cores: 0.0,
