@@ -2,6 +2,7 @@
 //! keyed short hash, never the key) and `operation_id` once known, timed, with errors
 //! counted and logged, and the [`RequestError`] turned into its gRPC status.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::time::Instant;
 
@@ -27,12 +28,12 @@ pub(crate) async fn observe<T>(
     let started = Instant::now();
     let (result, leader_addr) = forwarded::scope(handler.instrument(span.clone())).await;
     let elapsed = started.elapsed();
-    let code = match &result {
-        Ok(_) => "Ok".to_owned(),
-        Err(error) => format!(
+    let code: Cow<'static, str> = match &result {
+        Ok(_) => Cow::Borrowed("Ok"),
+        Err(error) => Cow::Owned(format!(
             "{:?}",
             idem_proto::reason::code_of(error.reason()).unwrap_or(tonic::Code::Unknown)
-        ),
+        )),
     };
     metrics
         .rpc_duration
@@ -71,9 +72,13 @@ pub(crate) async fn observe<T>(
     }
 }
 
-/// Records the key hash of the request in the current span.
+/// Records the key hash of the request in the current span (hashed only if the span is
+/// recorded at all).
 pub(crate) fn record_key_hash(key: &idem_core::IdempotencyKey) {
-    tracing::Span::current().record("key_hash", key.log_hash());
+    let span = tracing::Span::current();
+    if !span.is_disabled() {
+        span.record("key_hash", key.log_hash());
+    }
 }
 
 /// Records the operation id of the request in the current span.

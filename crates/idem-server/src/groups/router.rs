@@ -105,7 +105,7 @@ impl Router {
         let deadline = Instant::now() + self.write_timeout;
         loop {
             let result = match self.backend_of(self.group_of(&command)) {
-                Ok(backend) => backend.propose(command.clone()).await,
+                Ok(backend) => backend.propose_ref(&command).await,
                 Err(error) => Err(error),
             };
             if !is_wrong_group(&result) || Instant::now() + REROUTE_PAUSE >= deadline {

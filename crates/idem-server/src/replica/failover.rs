@@ -109,7 +109,7 @@ impl Replica {
     ) -> Result<(), RequestError> {
         let audited = Audited::new(change, format!("node:{}", self.node_id), reason);
         let command = Command::AuditedGroup(audited);
-        match Box::pin(self.propose_local(command, deadline)).await? {
+        match Box::pin(self.propose_local(&command, deadline)).await? {
             Outcome::Placement(_) => Ok(()),
             Outcome::Rejected(rejection) => Err(RequestError::Rejected(rejection)),
             other => Err(RequestError::Internal(format!(

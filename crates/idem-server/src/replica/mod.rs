@@ -155,18 +155,26 @@ impl Replica {
 
     /// Proposes `command` on the leader (here, or forwarded) and returns apply's outcome.
     pub async fn propose(&self, command: Command) -> Result<Outcome, RequestError> {
+        self.propose_ref(&command).await
+    }
+
+    /// [`Self::propose`] of a borrowed command, for a caller that may route it again: the
+    /// command is copied once per attempt into the Raft entry, not once per layer.
+    pub async fn propose_ref(&self, command: &Command) -> Result<Outcome, RequestError> {
         command.validate()?;
-        if forwardable::check(&command).is_err() {
+        if forwardable::check(command).is_err() {
             // A leader-only command (the sweep's Expire): never forwarded.
-            return self.propose_here(command).await;
+            return self
+                .propose_local(command, Instant::now() + self.write_timeout)
+                .await;
         }
         let deadline = Instant::now() + self.write_timeout;
         self.routed(
             ForwardKind::Propose,
             false,
             deadline,
-            || encode(&command),
-            || Box::pin(self.propose_local(command.clone(), deadline)),
+            || encode(command),
+            || Box::pin(self.propose_local(command, deadline)),
             |reply| match reply {
                 Reply::Ok(bytes) => decode(&bytes),
                 _ => Err(RequestError::Internal(
@@ -181,7 +189,7 @@ impl Replica {
     /// proposal runs on the leader.
     pub async fn propose_here(&self, command: Command) -> Result<Outcome, RequestError> {
         command.validate()?;
-        self.propose_local(command, Instant::now() + self.write_timeout)
+        self.propose_local(&command, Instant::now() + self.write_timeout)
             .await
     }
 
@@ -375,14 +383,15 @@ impl Replica {
 
     /// Stamps and proposes `command` on this node (the leader) by `deadline`. A new leader
     /// whose lease is not confirmed yet refuses writes for about a heartbeat: retried here.
+    /// The entry owns its command, so each attempt copies it (once, in the common case).
     async fn propose_local(
         &self,
-        command: Command,
+        command: &Command,
         deadline: Instant,
     ) -> Result<Outcome, RequestError> {
         self.ensure_leader()?;
         if command.tenant().is_some() {
-            self.guard(&command, deadline).await?;
+            self.guard(command, deadline).await?;
         }
         let name = command.name();
         self.failpoints.check(name, Phase::BeforeCommit);
