@@ -21,7 +21,10 @@
 //!   version N first ships reading it while still writing N-1 ([`ENTRY_VERSION_WRITTEN`]),
 //!   and only a later release (or a cluster-wide switch, once every member reads N) writes
 //!   it: that is what keeps a rolling upgrade mixed-version safe. Requests of releases
-//!   before versions were sent carry 0, which means 1.
+//!   before versions were sent carry 0, which means 1. A message carries the newest version
+//!   among its entries ([`entries_version`]): version 2 added `Command::Abandon`, which
+//!   the leader proposes only for endpoints that opt in to `abandon_after`, so every other
+//!   message stays readable by version-1 nodes.
 //!
 //! A refusal answers `FAILED_PRECONDITION` naming both versions, and is logged (at most
 //! once per [`REFUSAL_LOG_INTERVAL`]: a refused leader retries every heartbeat).
@@ -29,7 +32,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use idem_core::Command;
 use idem_proto::raft_v1::Format;
+use idem_store::Entry;
+use openraft::EntryPayload;
 use prost::bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -37,10 +43,14 @@ use serde::Serialize;
 /// The format this version sends and accepts.
 pub(crate) const FORMAT: Format = Format::BincodeV1;
 
-/// The log-entry version of the commands this release writes (sent as `entry_version`).
+/// The log-entry version of the commands this release writes by default: a message whose
+/// entries all have this layout says so (`entry_version`).
 pub const ENTRY_VERSION_WRITTEN: u32 = 1;
+/// The log-entry version that added `Command::Abandon`, which the leader proposes only for
+/// endpoints that opt in to `abandon_after` (docs/operations.md, "Upgrades").
+pub const ENTRY_VERSION_ABANDON: u32 = 2;
 /// The newest log-entry version this release understands.
-pub const ENTRY_VERSION_READ: u32 = 1;
+pub const ENTRY_VERSION_READ: u32 = ENTRY_VERSION_ABANDON;
 
 // A release always reads what it writes.
 const _: () = assert!(ENTRY_VERSION_WRITTEN <= ENTRY_VERSION_READ);
@@ -88,6 +98,26 @@ pub(crate) fn check_format(format: i32) -> Result<(), CodecError> {
         Ok(())
     } else {
         Err(CodecError::UnsupportedFormat(format))
+    }
+}
+
+/// The log-entry version of a message carrying `entries`: the newest layout among them.
+pub(crate) fn entries_version(entries: &[Entry]) -> u32 {
+    entries
+        .iter()
+        .map(|entry| match &entry.payload {
+            EntryPayload::Normal(request) => command_version(&request.command),
+            EntryPayload::Blank | EntryPayload::Membership(_) => ENTRY_VERSION_WRITTEN,
+        })
+        .max()
+        .unwrap_or(ENTRY_VERSION_WRITTEN)
+}
+
+/// The log-entry version that introduced `command`'s layout.
+fn command_version(command: &Command) -> u32 {
+    match command {
+        Command::Abandon(_) => ENTRY_VERSION_ABANDON,
+        _ => ENTRY_VERSION_WRITTEN,
     }
 }
 
@@ -274,6 +304,35 @@ mod tests {
         assert_eq!(err.to_status().code(), tonic::Code::FailedPrecondition);
         let err = decode::<Vote>("vote", &[1, 2]).unwrap_err();
         assert_eq!(err.to_status().code(), tonic::Code::InvalidArgument);
+    }
+
+    #[test]
+    fn a_message_has_the_version_of_its_newest_entry() {
+        let abandon = Command::Abandon(idem_core::command::Audited::new(
+            idem_core::command::Abandon { targets: vec![] },
+            "node:1",
+            "abandoned claims",
+        ));
+        let claim = Entry::new_normal(log_id(7, 2, 11), request());
+        let blank = Entry::new_blank(log_id(7, 2, 10));
+        let members = Entry::new_membership(log_id(7, 2, 12), membership());
+        assert_eq!(entries_version(&[]), ENTRY_VERSION_WRITTEN);
+        assert_eq!(
+            entries_version(&[blank.clone(), claim.clone(), members]),
+            ENTRY_VERSION_WRITTEN
+        );
+        let abandon = Entry::new_normal(
+            log_id(7, 2, 13),
+            Request {
+                stamp: idem_core::Timestamp(1),
+                command: abandon,
+            },
+        );
+        assert_eq!(
+            entries_version(&[blank, abandon, claim]),
+            ENTRY_VERSION_ABANDON
+        );
+        check_entry_version(ENTRY_VERSION_ABANDON).unwrap();
     }
 
     #[test]

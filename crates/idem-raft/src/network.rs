@@ -371,7 +371,7 @@ impl Peer {
         &self,
         action: RPCTypes,
         what: (&'static str, &'static str),
-        rpc: &Req,
+        (rpc, entry_version): (&Req, u32),
         option: &RPCOption,
         call: F,
     ) -> Result<Resp, RPCError<TypeConfig>>
@@ -389,7 +389,7 @@ impl Peer {
             group: self.route.group,
             format: FORMAT as i32,
             payload,
-            entry_version: ENTRY_VERSION_WRITTEN,
+            entry_version,
         });
         request.set_timeout(ttl);
         let started = Instant::now();
@@ -433,7 +433,7 @@ impl Peer {
                             group,
                             format: FORMAT as i32,
                             payload,
-                            entry_version: ENTRY_VERSION_WRITTEN,
+                            entry_version: codec::entries_version(&rpc.entries),
                         })
                     }
                     Err(error) => {
@@ -787,7 +787,7 @@ impl RaftNetworkV2<TypeConfig> for Peer {
         self.unary(
             RPCTypes::AppendEntries,
             ("AppendEntriesRequest", "AppendEntriesResponse"),
-            &rpc,
+            (&rpc, codec::entries_version(&rpc.entries)),
             &option,
             |mut client, request| async move { client.append_entries(request).await },
         )
@@ -823,7 +823,7 @@ impl RaftNetworkV2<TypeConfig> for Peer {
         self.unary(
             RPCTypes::Vote,
             ("VoteRequest", "VoteResponse"),
-            &rpc,
+            (&rpc, ENTRY_VERSION_WRITTEN),
             &option,
             |mut client, request| async move { client.vote(request).await },
         )
@@ -838,7 +838,7 @@ impl RaftNetworkV2<TypeConfig> for Peer {
         self.unary(
             RPCTypes::Vote,
             ("VoteRequest", "VoteResponse"),
-            &rpc,
+            (&rpc, ENTRY_VERSION_WRITTEN),
             &option,
             |mut client, request| async move { client.pre_vote(request).await },
         )
@@ -863,7 +863,7 @@ impl RaftNetworkV2<TypeConfig> for Peer {
         self.unary(
             RPCTypes::TransferLeader,
             ("TransferLeaderRequest", "TransferLeaderResponse"),
-            &req,
+            (&req, ENTRY_VERSION_WRITTEN),
             &option,
             |mut client, request| async move { client.transfer_leader(request).await },
         )
