@@ -79,8 +79,7 @@ async fn fill(node: &NodeHandle) {
         result.content_type = "application/octet-stream".into();
         result.body = (0..BODY_BYTES)
             .map(|n| (n.wrapping_mul(2_654_435_761) >> 13) as u8 ^ i as u8)
-            .collect::<Vec<u8>>()
-            .into();
+            .collect();
         client.complete(complete).await.unwrap();
     }
 }

@@ -17,6 +17,8 @@ fn idemd(data_dir: &std::path::Path) -> Command {
         }
     }
     command.args([
+        "--log-format",
+        "json",
         "--auth",
         "off",
         "--data-dir",
@@ -69,7 +71,7 @@ fn start_and_stop(data_dir: &std::path::Path) {
         log.push(line);
     };
     assert!(
-        started.contains(&format!("data_format={DATA_FORMAT_VERSION}")),
+        started.contains(&format!("\"data_format\":{DATA_FORMAT_VERSION}")),
         "{started}"
     );
     let pid = child.0.id().to_string();
