@@ -31,6 +31,7 @@ from .aio import AsyncClient
 from .client import Client
 from .errors import IdemError
 from .fingerprint import JCS_SHA256_V1, CanonicalRequest, Fingerprint, FingerprintError
+from .keys import new_key, new_key_v4
 from .operation import AsyncOperation, Operation, TerminalFailure
 from .options import ClientOptions, RetryPolicy, TlsConfig
 from .types import (
@@ -77,4 +78,6 @@ __all__ = [
     "Target",
     "TerminalFailure",
     "TlsConfig",
+    "new_key",
+    "new_key_v4",
 ]
