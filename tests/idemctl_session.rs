@@ -165,3 +165,78 @@ fn unreachable_cluster_exits_3_with_a_json_error() {
     let json: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["error"], "UNAVAILABLE");
 }
+
+/// `idemctl audit list --kind KIND`: (admin, reason) of each entry.
+fn audited(node: &Node, kind: &str) -> Vec<(String, String)> {
+    let (code, listed) = ctl(node, &["audit", "list", "--kind", kind]);
+    assert_eq!(code, 0, "{listed}");
+    listed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let field = |name: &str| e[name].as_str().unwrap().to_owned();
+            (field("admin"), field("reason"))
+        })
+        .collect()
+}
+
+#[test]
+fn admin_changes_carry_their_reason_into_the_audit_log() {
+    let node = Node::start(NodeOptions::default());
+    let (code, added) = ctl(&node, &["region", "add", "r1", "--reason", "CHG-42"]);
+    assert_eq!(code, 0, "{added}");
+    let by_env = Command::new(idemctl())
+        .args(["--endpoints", &node.endpoint(), "-w", "json"])
+        .args(["cluster", "mode", "region-affinity"])
+        .env("IDEMCTL_REASON", "CHG-43 from the environment")
+        .output()
+        .unwrap();
+    assert_eq!(by_env.status.code(), Some(0), "{by_env:?}");
+    let (code, _) = ctl(&node, &["region", "add", "r2"]);
+    assert_eq!(code, 0);
+    let who = || "unauthenticated".to_owned();
+    assert_eq!(
+        audited(&node, "add_region"),
+        vec![
+            (who(), "CHG-42".to_owned()),
+            (who(), "(no reason given)".to_owned())
+        ]
+    );
+    assert_eq!(
+        audited(&node, "set_mode"),
+        vec![(who(), "CHG-43 from the environment".to_owned())]
+    );
+    let long = "r".repeat(1025);
+    let (code, refused) = ctl(&node, &["region", "add", "r3", "--reason", &long]);
+    assert_eq!(
+        (code, refused["error"].as_str()),
+        (2, Some("INVALID_ARGUMENT"))
+    );
+
+    // Replicated tokens through idemctl, audited with their reason; the secret is shown once.
+    let create = [
+        "auth", "token", "create", "--name", "ci", "--tenant", "acme", "--reason", "CHG-44",
+    ];
+    let (code, created) = ctl(&node, &create);
+    assert_eq!(code, 0, "{created}");
+    let secret = created["token"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("idem_"), "{created}");
+    let (code, listed) = ctl(&node, &["auth", "token", "list"]);
+    assert_eq!(code, 0, "{listed}");
+    assert_eq!(listed["tokens"][0]["name"], "ci");
+    assert_eq!(listed["tokens"][0]["role"], "worker");
+    assert!(!listed.to_string().contains(&secret[5..]));
+    let (code, again) = ctl(&node, &create);
+    assert_eq!((code, again["error"].as_str()), (1, Some("TOKEN_EXISTS")));
+    let (code, _) = ctl(&node, &["auth", "token", "revoke", "--name", "ci"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        audited(&node, "create_token"),
+        vec![(who(), "CHG-44".to_owned())]
+    );
+    assert_eq!(
+        audited(&node, "revoke_token"),
+        vec![(who(), "(no reason given)".to_owned())]
+    );
+}

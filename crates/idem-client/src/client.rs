@@ -45,6 +45,7 @@ use crate::types::{FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, Rec
 
 mod audit;
 mod backup;
+mod tokens;
 
 pub use backup::SnapshotStream;
 
@@ -77,6 +78,20 @@ impl Client {
     pub fn connect(endpoints: Vec<String>, options: ClientOptions) -> Result<Self, ClientError> {
         Ok(Client {
             transport: Arc::new(Transport::new(&endpoints, options)?),
+        })
+    }
+
+    /// [`Client::connect`], with every call carrying `reason` as the `idem-audit-reason`
+    /// metadata: the reason the nodes audit for this client's admin changes (membership,
+    /// mode, regions, tenant homes, tokens). Printable ASCII, at most 1024 bytes
+    /// (`INVALID_ARGUMENT` otherwise); blank means none.
+    pub fn connect_audited(
+        endpoints: Vec<String>,
+        options: ClientOptions,
+        reason: &str,
+    ) -> Result<Self, ClientError> {
+        Ok(Client {
+            transport: Arc::new(Transport::audited(&endpoints, options, Some(reason))?),
         })
     }
 

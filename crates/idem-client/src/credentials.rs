@@ -1,5 +1,7 @@
 //! The bearer token sent with every call (`authorization: Bearer <token>` metadata), so a
-//! node with authentication on knows the caller without a client certificate.
+//! node with authentication on knows the caller without a client certificate, and the
+//! reason a node audits for the admin changes of a client made with
+//! [`crate::Client::connect_audited`] (`idem-audit-reason` metadata).
 //!
 //! Every channel of the client is wrapped once in an interceptor that adds the header; the
 //! token never appears in `Debug` output or logs.
@@ -30,25 +32,55 @@ impl fmt::Debug for BearerToken {
     }
 }
 
-/// Adds the `authorization` header (when there is a token) to each request.
+/// Request metadata with the reason a node audits for an admin change.
+pub const AUDIT_REASON_METADATA_KEY: &str = "idem-audit-reason";
+/// Longest audit reason a node accepts (bytes).
+pub const MAX_AUDIT_REASON: usize = 1024;
+
+/// Adds the `authorization` header (when there is a token) and the audit reason (when
+/// there is one) to each request.
 #[derive(Clone)]
-pub(crate) struct Authorization(Option<MetadataValue<Ascii>>);
+pub(crate) struct Authorization {
+    token: Option<MetadataValue<Ascii>>,
+    reason: Option<MetadataValue<Ascii>>,
+}
 
 impl Authorization {
-    /// The interceptor for `token`; a token that cannot be a header value is refused.
-    pub(crate) fn new(token: Option<&BearerToken>) -> Result<Self, ClientError> {
-        let Some(BearerToken(secret)) = token else {
-            return Ok(Authorization(None));
+    /// The interceptor for `token` and `audit_reason`; a token or reason that cannot be a
+    /// header value, or a reason longer than [`MAX_AUDIT_REASON`], is refused.
+    pub(crate) fn new(
+        token: Option<&BearerToken>,
+        audit_reason: Option<&str>,
+    ) -> Result<Self, ClientError> {
+        let token = match token {
+            Some(BearerToken(secret)) => {
+                let mut value = header_value(&format!("Bearer {secret}"), "the bearer token")?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            None => None,
         };
-        let mut value: MetadataValue<Ascii> = format!("Bearer {secret}").parse().map_err(|_| {
-            ClientError::invalid(
-                reason::INVALID_ARGUMENT,
-                "the bearer token must be printable ASCII",
-            )
-        })?;
-        value.set_sensitive(true);
-        Ok(Authorization(Some(value)))
+        let reason = match audit_reason.map(str::trim).filter(|r| !r.is_empty()) {
+            Some(text) if text.len() > MAX_AUDIT_REASON => {
+                return Err(ClientError::invalid(
+                    reason::INVALID_ARGUMENT,
+                    format!("the audit reason is longer than {MAX_AUDIT_REASON} bytes"),
+                ))
+            }
+            Some(text) => Some(header_value(text, "the audit reason")?),
+            None => None,
+        };
+        Ok(Authorization { token, reason })
     }
+}
+
+fn header_value(text: &str, what: &str) -> Result<MetadataValue<Ascii>, ClientError> {
+    text.parse().map_err(|_| {
+        ClientError::invalid(
+            reason::INVALID_ARGUMENT,
+            format!("{what} must be printable ASCII"),
+        )
+    })
 }
 
 impl tonic::service::Interceptor for Authorization {
@@ -56,10 +88,15 @@ impl tonic::service::Interceptor for Authorization {
         &mut self,
         mut request: tonic::Request<()>,
     ) -> Result<tonic::Request<()>, tonic::Status> {
-        if let Some(value) = &self.0 {
+        if let Some(value) = &self.token {
             request
                 .metadata_mut()
                 .insert("authorization", value.clone());
+        }
+        if let Some(value) = &self.reason {
+            request
+                .metadata_mut()
+                .insert(AUDIT_REASON_METADATA_KEY, value.clone());
         }
         Ok(request)
     }
@@ -75,7 +112,7 @@ mod tests {
     use super::*;
 
     fn header(token: Option<&BearerToken>) -> Option<String> {
-        let mut interceptor = Authorization::new(token).unwrap();
+        let mut interceptor = Authorization::new(token, None).unwrap();
         let request = interceptor.call(tonic::Request::new(())).unwrap();
         let value = request.metadata().get("authorization")?;
         Some(value.to_str().unwrap().to_owned())
@@ -92,6 +129,21 @@ mod tests {
     fn the_token_is_never_printed_and_must_be_a_header_value() {
         let token = BearerToken::new("idem_s3cret");
         assert!(!format!("{token:?}").contains("s3cret"));
-        assert!(Authorization::new(Some(&BearerToken::new("bad\ntoken"))).is_err());
+        assert!(Authorization::new(Some(&BearerToken::new("bad\ntoken")), None).is_err());
+    }
+
+    #[test]
+    fn the_audit_reason_is_sent_trimmed_and_bounded() {
+        let reason = |text: &str| {
+            let mut interceptor = Authorization::new(None, Some(text))?;
+            let request = interceptor.call(tonic::Request::new(())).unwrap();
+            let value = request.metadata().get(AUDIT_REASON_METADATA_KEY);
+            Ok::<_, ClientError>(value.map(|v| v.to_str().unwrap().to_owned()))
+        };
+        assert_eq!(reason(" CHG-7 ").unwrap().as_deref(), Some("CHG-7"));
+        assert_eq!(reason("  ").unwrap(), None);
+        assert!(reason("bad\nline").is_err());
+        assert!(reason(&"r".repeat(MAX_AUDIT_REASON + 1)).is_err());
+        assert!(reason(&"r".repeat(MAX_AUDIT_REASON)).unwrap().is_some());
     }
 }

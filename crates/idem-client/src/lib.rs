@@ -85,6 +85,7 @@ pub mod options;
 pub mod placement;
 pub mod reconcile;
 mod tls;
+pub mod tokens;
 mod transport;
 pub mod types;
 

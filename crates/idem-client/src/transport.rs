@@ -248,6 +248,15 @@ struct Security {
 impl Transport {
     /// A transport over `endpoints` (at least one); nothing is connected yet.
     pub(crate) fn new(endpoints: &[String], options: ClientOptions) -> Result<Self, ClientError> {
+        Transport::audited(endpoints, options, None)
+    }
+
+    /// [`Transport::new`], every call carrying `audit_reason` (`idem-audit-reason`).
+    pub(crate) fn audited(
+        endpoints: &[String],
+        options: ClientOptions,
+        audit_reason: Option<&str>,
+    ) -> Result<Self, ClientError> {
         if endpoints.is_empty() {
             return Err(ClientError::invalid(
                 reason::INVALID_ARGUMENT,
@@ -263,7 +272,7 @@ impl Transport {
                 .as_ref()
                 .map(|t| t.client_config())
                 .transpose()?,
-            authorization: Authorization::new(options.token.as_ref())?,
+            authorization: Authorization::new(options.token.as_ref(), audit_reason)?,
         };
         let mut nodes: Vec<Arc<Node>> = Vec::new();
         for endpoint in endpoints {

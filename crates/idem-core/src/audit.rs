@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::operation_id::OperationId;
-use crate::placement::Mode;
+use crate::placement::{Mode, TokenRole};
 use crate::record::State;
 use crate::time::Timestamp;
 
@@ -129,11 +129,39 @@ pub enum AuditAction {
         /// How long it had been unchanged, in ms.
         idle_ms: u64,
     },
+    /// A replicated API token was created (its digest is not audited).
+    CreateToken {
+        /// The token's name.
+        name: String,
+        /// Its role.
+        role: TokenRole,
+        /// Its tenants (`*`: every tenant).
+        tenants: Vec<String>,
+    },
+    /// A replicated API token was revoked.
+    RevokeToken {
+        /// The token's name.
+        name: String,
+    },
+    /// A record was repaired by hand (what `Reconcile` writes since the entry names the
+    /// record's tenant; older entries are [`AuditAction::Reconcile`]).
+    ReconcileRecord {
+        /// The record's tenant.
+        tenant: String,
+        /// The record's operation id.
+        operation_id: OperationId,
+        /// State before.
+        from: State,
+        /// State after.
+        to: State,
+        /// Record version after the change.
+        version: u64,
+    },
 }
 
 impl AuditAction {
     /// Every [`AuditAction::kind`] name, for filters.
-    pub const KINDS: [&'static str; 11] = [
+    pub const KINDS: [&'static str; 13] = [
         "reconcile",
         "purge_subject",
         "confirm_home",
@@ -145,6 +173,8 @@ impl AuditAction {
         "end_failover",
         "membership",
         "abandon",
+        "create_token",
+        "revoke_token",
     ];
 
     /// The action's kind, as listed and filtered by `Admin.ListAudit`.
@@ -161,17 +191,22 @@ impl AuditAction {
             AuditAction::EndFailover { .. } => "end_failover",
             AuditAction::Membership(_) => "membership",
             AuditAction::Abandon { .. } => "abandon",
+            AuditAction::CreateToken { .. } => "create_token",
+            AuditAction::RevokeToken { .. } => "revoke_token",
+            AuditAction::ReconcileRecord { .. } => "reconcile",
         }
     }
 
-    /// The tenant the action is about, for the actions that name one. A reconcile names
-    /// only an operation id, so it has none: such entries are visible to admins only.
+    /// The tenant the action is about, for the actions that name one. A reconcile written
+    /// before entries named the record's tenant ([`AuditAction::Reconcile`]) has none, and
+    /// a token may span tenants: such entries are visible to admins only.
     pub fn tenant(&self) -> Option<&str> {
         match self {
             AuditAction::PurgeSubject { tenant, .. }
             | AuditAction::BindTenant { tenant, .. }
             | AuditAction::UnbindTenant { tenant, .. }
-            | AuditAction::Abandon { tenant, .. } => Some(tenant),
+            | AuditAction::Abandon { tenant, .. }
+            | AuditAction::ReconcileRecord { tenant, .. } => Some(tenant),
             _ => None,
         }
     }

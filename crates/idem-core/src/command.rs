@@ -13,7 +13,7 @@ use crate::audit::{MembershipNote, MAX_NOTE_MEMBERS};
 use crate::error::{check_free_text, check_len, Field, ValidationError};
 use crate::fingerprint::Fingerprint;
 use crate::operation_id::OperationId;
-use crate::placement::{ClusterChange, GroupChange};
+use crate::placement::{ClusterChange, GroupChange, TokenChange};
 use crate::policy::{validate_abandon_after, validate_lease, Policy};
 use crate::record::{ErrorSummary, Holder, RecordKey, StoredResult};
 use crate::scope::{validate_actor, validate_tenant};
@@ -74,6 +74,8 @@ pub enum Command {
     /// Delete abandoned claims that never began anything irreversible (leader's sweep,
     /// per-endpoint `abandon_after`), audited.
     Abandon(Audited<Abandon>),
+    /// Create or revoke a replicated API token (global group), audited in the same write.
+    Tokens(Audited<TokenChange>),
 }
 
 /// A change with the principal that asked for it and why: written to the audit log in the
@@ -282,6 +284,10 @@ impl Command {
                 check_admin(&audited.reason, &audited.admin)?;
                 audited.change.validate()
             }
+            Command::Tokens(audited) => {
+                check_admin(&audited.reason, &audited.admin)?;
+                audited.change.validate()
+            }
         }
     }
 
@@ -305,7 +311,8 @@ impl Command {
             | Command::AuditedCluster(_)
             | Command::AuditedGroup(_)
             | Command::NoteMembership(_)
-            | Command::Abandon(_) => return None,
+            | Command::Abandon(_)
+            | Command::Tokens(_) => return None,
         };
         Some(target.scope.tenant())
     }
@@ -330,6 +337,7 @@ impl Command {
             Command::AuditedGroup(_) => "group_state",
             Command::NoteMembership(_) => "note_membership",
             Command::Abandon(_) => "abandon",
+            Command::Tokens(_) => "tokens",
         }
     }
 }

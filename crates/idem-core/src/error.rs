@@ -66,6 +66,10 @@ pub enum Field {
     ResultVersion,
     /// An endpoint's `abandon_after` (carried by the sweep's `Abandon` command).
     AbandonAfter,
+    /// A replicated token's name.
+    TokenName,
+    /// A replicated token's tenants.
+    TokenTenants,
 }
 
 impl Field {
@@ -100,6 +104,8 @@ impl Field {
             Field::ResultContentType => "result.content_type",
             Field::ResultVersion => "result.result_version",
             Field::AbandonAfter => "policy.abandon_after",
+            Field::TokenName => "name",
+            Field::TokenTenants => "tenants",
         }
     }
 
@@ -129,7 +135,9 @@ impl Field {
             | Field::Reason
             | Field::Admin
             | Field::Limit
-            | Field::Region => "INVALID_ARGUMENT",
+            | Field::Region
+            | Field::TokenName
+            | Field::TokenTenants => "INVALID_ARGUMENT",
         }
     }
 }

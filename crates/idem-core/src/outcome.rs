@@ -215,6 +215,12 @@ pub enum Rejection {
     /// Confirming a new home needs a failover in progress.
     #[error("the group is not in failover")]
     NotInFailover,
+    /// A replicated token of that name (or with that secret) exists: revoke it first.
+    #[error("a token named {name} exists: revoke it first")]
+    TokenExists {
+        /// The name asked for.
+        name: String,
+    },
 }
 
 impl From<ValidationError> for Rejection {
@@ -245,6 +251,7 @@ impl Rejection {
             Rejection::UnknownRegion { .. } => "UNKNOWN_REGION",
             Rejection::PlacementConflict { .. } => "PLACEMENT_CONFLICT",
             Rejection::NotInFailover => "NOT_IN_FAILOVER",
+            Rejection::TokenExists { .. } => "TOKEN_EXISTS",
         }
     }
 }

@@ -159,6 +159,8 @@ pub mod reason {
     pub const ROLE_FORBIDDEN: &str = "ROLE_FORBIDDEN";
     /// A backup of this cluster cannot be taken as one file (it has region groups).
     pub const BACKUP_UNSUPPORTED: &str = "BACKUP_UNSUPPORTED";
+    /// ALREADY_EXISTS: a replicated token of that name exists (`Admin.CreateToken`).
+    pub const TOKEN_EXISTS: &str = "TOKEN_EXISTS";
 
     /// Every reason with its gRPC status code.
     pub const ALL: &[(&str, Code)] = &[
@@ -194,6 +196,7 @@ pub mod reason {
         (TENANT_FORBIDDEN, Code::PermissionDenied),
         (ROLE_FORBIDDEN, Code::PermissionDenied),
         (BACKUP_UNSUPPORTED, Code::FailedPrecondition),
+        (TOKEN_EXISTS, Code::AlreadyExists),
     ];
 
     /// The gRPC status code of a reason, or `None` for a reason this version does not

@@ -321,3 +321,94 @@ async fn backups_need_an_admin_of_every_tenant() {
     assert!(messages >= 3, "header, bytes and trailer: {messages}");
     node.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_are_managed_by_an_admin_of_every_tenant_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = start(dir.path()).await;
+    let mut admin = AdminClient::new(channel(&node).await);
+    let create = || pb::CreateTokenRequest {
+        name: "minted".into(),
+        role: pb::TokenRole::Admin.into(),
+        tenants: vec!["*".into()],
+    };
+    let revoke = || pb::RevokeTokenRequest {
+        name: "minted".into(),
+    };
+
+    for (token, code, expected) in [
+        (None, Code::Unauthenticated, reason::UNAUTHENTICATED),
+        (
+            Some(ACME_WORKER),
+            Code::PermissionDenied,
+            reason::ROLE_FORBIDDEN,
+        ),
+        (
+            Some(OPERATOR),
+            Code::PermissionDenied,
+            reason::ROLE_FORBIDDEN,
+        ),
+    ] {
+        let error = admin
+            .create_token(with_token(create(), token))
+            .await
+            .unwrap_err();
+        refused(&error, code, expected);
+        let error = admin
+            .revoke_token(with_token(revoke(), token))
+            .await
+            .unwrap_err();
+        refused(&error, code, expected);
+        let error = admin
+            .list_tokens(with_token(pb::ListTokensRequest {}, token))
+            .await
+            .unwrap_err();
+        refused(&error, code, expected);
+    }
+    // Bad input is refused before anything is proposed.
+    for bad in [
+        pb::CreateTokenRequest {
+            name: "a b".into(),
+            ..create()
+        },
+        pb::CreateTokenRequest {
+            role: 0,
+            ..create()
+        },
+        pb::CreateTokenRequest {
+            tenants: Vec::new(),
+            ..create()
+        },
+        pb::CreateTokenRequest {
+            tenants: vec!["*".into(), "acme".into()],
+            ..create()
+        },
+    ] {
+        let error = admin
+            .create_token(with_token(bad, Some(ADMIN)))
+            .await
+            .unwrap_err();
+        refused(&error, Code::InvalidArgument, reason::INVALID_ARGUMENT);
+    }
+    // Nothing was created by the refused calls.
+    let listed = admin
+        .list_tokens(with_token(pb::ListTokensRequest {}, Some(ADMIN)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.tokens.is_empty(), "{listed:?}");
+    let minted = admin
+        .create_token(with_token(create(), Some(ADMIN)))
+        .await
+        .unwrap()
+        .into_inner();
+    admin
+        .status(with_token(pb::StatusRequest {}, Some(&minted.token)))
+        .await
+        .unwrap();
+    admin
+        .revoke_token(with_token(revoke(), Some(ADMIN)))
+        .await
+        .unwrap();
+    node.shutdown().await.unwrap();
+}

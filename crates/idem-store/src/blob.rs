@@ -136,7 +136,7 @@ fn check_frame(tag: u8, key: &[u8], value: &[u8]) -> Result<Cf, StoreError> {
             Ok(Cf::SmMeta)
         }
         PLACEMENT_TAG => {
-            codec::decode::<Placement>(value)?;
+            Placement::decode(value)?;
             Ok(Cf::SmMeta)
         }
         other => Err(StoreError::corrupt(

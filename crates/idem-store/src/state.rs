@@ -120,9 +120,13 @@ impl RocksState {
         Ok(self.db.get(Cf::SmMeta, CORE_META)?.unwrap_or_default())
     }
 
-    /// The group's placement state (default when never changed).
+    /// The group's placement state (default when never changed), in this version's form
+    /// or the one stored before replicated tokens existed ([`Placement::decode`]).
     pub(crate) fn get_placement(&self) -> Result<Placement, StoreError> {
-        Ok(self.db.get(Cf::SmMeta, PLACEMENT)?.unwrap_or_default())
+        match self.db.get_raw(Cf::SmMeta, PLACEMENT)? {
+            Some(bytes) => Ok(Placement::decode(&bytes)?),
+            None => Ok(Placement::default()),
+        }
     }
 
     /// Adds `writes` to `batch`.

@@ -384,37 +384,51 @@ pub struct SnapshotRestoreArgs {
 /// `idemctl auth ...`.
 #[derive(Debug, Subcommand)]
 pub enum AuthCommand {
-    /// Bearer tokens in a node's credentials file (the file `[auth] credentials` names).
+    /// Bearer tokens: replicated in the cluster (the default), or in a credentials file
+    /// (`--file`, for bootstrapping).
     #[command(subcommand)]
     Token(TokenCommand),
 }
 
-/// `idemctl auth token ...`: edits the credentials file, talks to no node.
+/// `idemctl auth token ...`: the cluster's replicated tokens (Admin.CreateToken,
+/// RevokeToken, ListTokens, as an admin of every tenant), or with `--file` the tokens of a
+/// credentials file (edited in place, no node involved).
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
-    /// Create a token: a random secret, printed once; the file keeps only its SHA-256.
+    /// Create a token: a random secret, printed once; only its SHA-256 is stored.
     #[command(
-        after_help = "Example:\n  idemctl auth token create --credentials /etc/idem/credentials.toml \
-                      --name payments-eu --role worker --tenant acme"
+        long_about = "Create a token: a random secret (idem_ + 64 hex digits), printed once; \
+                      only its SHA-256 digest is stored. By default the cluster stores it in \
+                      its replicated configuration (audited as create_token; every node \
+                      accepts it once it has applied the change). With --file it is written \
+                      to that credentials file instead (bootstrapping the first admin).",
+        after_help = "Examples:\n  idemctl auth token create --name payments-eu --role worker \
+                      --tenant acme --reason CHG-12\n  idemctl auth token create --file \
+                      /etc/idem/credentials.toml --name ops --role admin --tenant '*'"
     )]
     Create(TokenCreateArgs),
-    /// Revoke a token by name (nodes stop accepting it within a second of reading the file).
+    /// Revoke a token by name: every node refuses it within a second.
     #[command(
-        after_help = "Example:\n  idemctl auth token revoke --credentials /etc/idem/credentials.toml \
+        long_about = "Revoke a token by name. A replicated token (the default) is refused by \
+                      every node once it has applied the revocation, within a second \
+                      (audited as revoke_token). With --file the entry is deleted from that \
+                      file; nodes stop accepting it within a second of reading it.",
+        after_help = "Examples:\n  idemctl auth token revoke --name payments-eu --reason \
+                      INC-3\n  idemctl auth token revoke --file /etc/idem/credentials.toml \
                       --name payments-eu"
     )]
     Revoke(TokenRevokeArgs),
-    /// List the principals of the file: name, kind, role, tenants (never a secret).
+    /// List the tokens: name, role, tenants, and who created them when (never a secret).
     List(TokenFileArgs),
 }
 
 /// `idemctl auth token create`.
 #[derive(Debug, Args)]
 pub struct TokenCreateArgs {
-    /// The credentials file (created when missing).
-    #[arg(long, env = "IDEM_AUTH_CREDENTIALS", value_name = "FILE")]
-    pub credentials: PathBuf,
-    /// The principal's name: audited for its changes, unique in the file.
+    /// Edit this credentials file (created when missing) instead of the cluster.
+    #[arg(long, alias = "credentials", value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// The principal's name: audited for its changes, unique.
     #[arg(long)]
     pub name: String,
     /// worker, operator or admin.
@@ -423,25 +437,31 @@ pub struct TokenCreateArgs {
     /// A tenant the token acts for (repeat it; '*' for every tenant).
     #[arg(long = "tenant", value_name = "TENANT")]
     pub tenants: Vec<String>,
+    /// Why (audited with the change).
+    #[command(flatten)]
+    pub audit: AuditReasonArgs,
 }
 
 /// `idemctl auth token revoke`.
 #[derive(Debug, Args)]
 pub struct TokenRevokeArgs {
-    /// The credentials file.
-    #[arg(long, env = "IDEM_AUTH_CREDENTIALS", value_name = "FILE")]
-    pub credentials: PathBuf,
+    /// Edit this credentials file instead of the cluster.
+    #[arg(long, alias = "credentials", value_name = "FILE")]
+    pub file: Option<PathBuf>,
     /// The token's name.
     #[arg(long)]
     pub name: String,
+    /// Why (audited with the change).
+    #[command(flatten)]
+    pub audit: AuditReasonArgs,
 }
 
-/// A credentials file.
+/// `idemctl auth token list`.
 #[derive(Debug, Args)]
 pub struct TokenFileArgs {
-    /// The credentials file.
-    #[arg(long, env = "IDEM_AUTH_CREDENTIALS", value_name = "FILE")]
-    pub credentials: PathBuf,
+    /// List this credentials file's principals instead of the cluster's tokens.
+    #[arg(long, alias = "credentials", value_name = "FILE")]
+    pub file: Option<PathBuf>,
 }
 
 /// `idemctl cert ...`.
@@ -624,6 +644,9 @@ pub struct ModeArgs {
     /// The mode.
     #[arg(value_enum)]
     pub mode: ModeArg,
+    /// Why (audited with the change).
+    #[command(flatten)]
+    pub audit: AuditReasonArgs,
 }
 
 /// Placement modes.
@@ -655,6 +678,9 @@ pub enum RegionCommand {
 pub struct RegionAddArgs {
     /// The region's name.
     pub name: String,
+    /// Why (audited with the change).
+    #[command(flatten)]
+    pub audit: AuditReasonArgs,
 }
 
 /// `idemctl tenant ...`.
@@ -695,6 +721,9 @@ pub struct TenantBindArgs {
     /// Its home region (see `idemctl cluster config`).
     #[arg(long, value_name = "REGION")]
     pub home: String,
+    /// Why (audited with the change).
+    #[command(flatten)]
+    pub audit: AuditReasonArgs,
 }
 
 /// A tenant.
@@ -702,6 +731,9 @@ pub struct TenantBindArgs {
 pub struct TenantArgs {
     /// The tenant.
     pub tenant: String,
+    /// Why (audited with the change).
+    #[command(flatten)]
+    pub audit: AuditReasonArgs,
 }
 
 /// `idemctl failover ...`.
@@ -780,6 +812,9 @@ pub struct MemberAddArgs {
     /// Its availability zone.
     #[arg(long, default_value = "local-a")]
     pub zone: String,
+    /// Why (audited with the change).
+    #[command(flatten)]
+    pub audit: AuditReasonArgs,
 }
 
 /// A member id.
@@ -787,6 +822,38 @@ pub struct MemberAddArgs {
 pub struct MemberIdArgs {
     /// The member's node id.
     pub id: u64,
+    /// Why (audited with the change).
+    #[command(flatten)]
+    pub audit: AuditReasonArgs,
+}
+
+/// The reason audited for an admin change (sent as the `idem-audit-reason` metadata).
+#[derive(Debug, Default, Args)]
+pub struct AuditReasonArgs {
+    /// Why: written to the audit log with the change (printable ASCII, at most 1024 bytes).
+    #[arg(long, env = "IDEMCTL_REASON", value_name = "TEXT")]
+    pub reason: Option<String>,
+}
+
+impl Command {
+    /// The `--reason` of an admin change audited from the request metadata (membership,
+    /// mode, regions, tenant homes, replicated tokens); `None` for every other command.
+    pub fn audit_reason(&self) -> Option<&str> {
+        let audit = match self {
+            Command::Member(MemberCommand::Add(args)) => &args.audit,
+            Command::Member(MemberCommand::Promote(args) | MemberCommand::Remove(args)) => {
+                &args.audit
+            }
+            Command::Cluster(ClusterCommand::Mode(args)) => &args.audit,
+            Command::Region(RegionCommand::Add(args)) => &args.audit,
+            Command::Tenant(TenantCommand::Bind(args)) => &args.audit,
+            Command::Tenant(TenantCommand::Unbind(args)) => &args.audit,
+            Command::Auth(AuthCommand::Token(TokenCommand::Create(args))) => &args.audit,
+            Command::Auth(AuthCommand::Token(TokenCommand::Revoke(args))) => &args.audit,
+            _ => return None,
+        };
+        audit.reason.as_deref()
+    }
 }
 
 /// `idemctl op ...`.

@@ -63,7 +63,8 @@ fn decide(ctx: &mut Ctx, reconcile: &Reconcile, old: Record) -> Result<Outcome, 
             record.finish(State::TerminalFailure, now);
         }
     }
-    let action = AuditAction::Reconcile {
+    let action = AuditAction::ReconcileRecord {
+        tenant: record.key.scope.tenant().to_owned(),
         operation_id: record.operation_id,
         from: old.state,
         to: record.state,

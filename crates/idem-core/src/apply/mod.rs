@@ -12,6 +12,7 @@ mod admin;
 mod claim;
 mod expire;
 mod placement;
+mod tokens;
 mod worker;
 
 pub use abandon::is_abandoned;
@@ -109,6 +110,7 @@ fn dispatch<S: StateStore + ?Sized>(
         }
         Command::NoteMembership(note) => Ok(admin::note_membership(ctx, note)),
         Command::Abandon(abandon) => abandon::abandon(state, ctx, abandon),
+        Command::Tokens(audited) => tokens::tokens(state, ctx, audited),
     }
 }
 

@@ -26,10 +26,12 @@
 mod change;
 mod cluster;
 mod group;
+pub mod tokens;
 
 pub use change::{ClusterChange, GroupChange};
 pub use cluster::{validate_region, ClusterConfig, GroupId, Mode, GLOBAL_GROUP, MAX_REGIONS};
 pub use group::{Failover, RegionGroup, FAILOVER_RETRY_AFTER};
+pub use tokens::{TokenChange, TokenGrant, TokenRole, TokenSet, MAX_TOKENS};
 
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +44,17 @@ pub struct Placement {
     /// Region groups: this group's home, admitted tenants and failover. `None` in the
     /// global group (and in a region group before its `Init`).
     pub group: Option<RegionGroup>,
+    /// Global group: the replicated API tokens. Empty in region groups. Last, so that
+    /// the state stored before tokens existed is this one's prefix ([`Placement::decode`]).
+    pub tokens: TokenSet,
+}
+
+/// The placement state as stored before replicated tokens existed (bincode is positional:
+/// the same fields in the same order, without `tokens`).
+#[derive(Deserialize)]
+struct PlacementV1 {
+    cluster: ClusterConfig,
+    group: Option<RegionGroup>,
 }
 
 impl Placement {
@@ -56,6 +69,29 @@ impl Placement {
     /// The active failover of this group, if any.
     pub fn failover(&self) -> Option<&Failover> {
         self.group.as_ref().and_then(|g| g.failover.as_ref())
+    }
+
+    /// Decodes a stored placement (bincode), written by this version or by one before
+    /// replicated tokens existed (no tokens then). The older form is accepted only when it
+    /// spans the bytes exactly, so a damaged value is an error, not an empty token set.
+    pub fn decode(bytes: &[u8]) -> Result<Placement, bincode::Error> {
+        use bincode::Options;
+        let exact = || {
+            bincode::DefaultOptions::new()
+                .with_fixint_encoding()
+                .reject_trailing_bytes()
+        };
+        match exact().deserialize::<Placement>(bytes) {
+            Ok(placement) => Ok(placement),
+            Err(error) => match exact().deserialize::<PlacementV1>(bytes) {
+                Ok(old) => Ok(Placement {
+                    cluster: old.cluster,
+                    group: old.group,
+                    tokens: TokenSet::default(),
+                }),
+                Err(_) => Err(error),
+            },
+        }
     }
 }
 
@@ -73,6 +109,23 @@ mod tests {
         assert!(!placement.admits("acme"));
         assert!(placement.admits("globex"));
         assert!(placement.failover().is_none());
+    }
+
+    #[test]
+    fn a_placement_stored_before_tokens_decodes_without_tokens() {
+        let mut placement = Placement::default();
+        placement.cluster.mode = Mode::RegionAffinity;
+        placement.cluster.regions.insert("r1".into(), 1);
+        placement.cluster.version = 3;
+        // The stored form of that placement before tokens existed: cluster, then group.
+        let old = bincode::serialize(&(&placement.cluster, &placement.group)).unwrap();
+        assert_eq!(Placement::decode(&old).unwrap(), placement);
+        let new = bincode::serialize(&placement).unwrap();
+        assert_eq!(Placement::decode(&new).unwrap(), placement);
+        assert!(Placement::decode(&new[..new.len() - 1]).is_err());
+        let mut longer = new.clone();
+        longer.push(0);
+        assert!(Placement::decode(&longer).is_err());
     }
 
     #[test]

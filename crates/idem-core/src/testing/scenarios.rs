@@ -504,14 +504,16 @@ pub fn reconcile_is_version_checked_and_audited<S: StateStore>(store: S) {
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].seq, 1);
     assert_eq!(audit[0].admin, "ops@acme");
-    assert!(matches!(
-        audit[0].action,
-        AuditAction::Reconcile {
+    match &audit[0].action {
+        AuditAction::ReconcileRecord {
+            tenant,
             from: State::NeedsReconciliation,
             to: State::Completed,
             ..
-        }
-    ));
+        } => assert_eq!(tenant, key.scope.tenant()),
+        other => panic!("the reconcile's entry names the record's tenant: {other:?}"),
+    }
+    assert_eq!(audit[0].action.tenant(), Some(key.scope.tenant()));
     rejected(h.apply(reconcile(fixed.version, done)), "ALREADY_TERMINAL");
     h.claim_expect(&key, BODY_A, "w3", ClaimKind::Completed);
     // A stuck IN_PROGRESS record may be sent back to RETRYABLE_FAILURE; its holder is fenced.

@@ -416,4 +416,25 @@ impl<F: AdminFake> Admin for Served<F> {
     async fn list_audit(&self, r: Request<v1::ListAuditRequest>) -> Answer<v1::ListAuditResponse> {
         self.0.list_audit(r).await
     }
+
+    async fn create_token(
+        &self,
+        _: Request<v1::CreateTokenRequest>,
+    ) -> Answer<v1::CreateTokenResponse> {
+        unimplemented()
+    }
+
+    async fn revoke_token(
+        &self,
+        _: Request<v1::RevokeTokenRequest>,
+    ) -> Answer<v1::RevokeTokenResponse> {
+        unimplemented()
+    }
+
+    async fn list_tokens(
+        &self,
+        _: Request<v1::ListTokensRequest>,
+    ) -> Answer<v1::ListTokensResponse> {
+        unimplemented()
+    }
 }

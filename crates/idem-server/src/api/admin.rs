@@ -1,5 +1,5 @@
-//! The `idem.v1.Admin` service: listing, reconciliation, purge, node status and (through
-//! `members`) cluster membership.
+//! The `idem.v1.Admin` service: listing, reconciliation, purge, node status, (through
+//! `members`) cluster membership and (through `tokens`) the replicated API tokens.
 //!
 //! Changes (reconcile, purge, and through `regions` the placement changes) are core
 //! commands through the same Raft path as worker commands, so each one is audited in the
@@ -23,7 +23,7 @@ use tonic::{Request, Response, Status};
 use crate::api::attribution::Attribution;
 use crate::api::audit::AuditQuery;
 use crate::api::decode::fields;
-use crate::api::{encode, members, regions};
+use crate::api::{encode, members, regions, tokens};
 use crate::api::{observe, record_operation, ApiContext};
 use crate::auth::{Principal, Role};
 use crate::backend::{Backend, RequestError};
@@ -633,6 +633,47 @@ impl Admin for AdminService {
             AdminService::list_audit(self, caller, request.into_inner()),
         )
         .await
+    }
+
+    async fn create_token(
+        &self,
+        request: Request<pb::CreateTokenRequest>,
+    ) -> Result<Response<pb::CreateTokenResponse>, Status> {
+        let caller = self.ctx.caller(&request);
+        let by = Attribution::of(&caller, &request);
+        let ctx = &self.ctx;
+        let handler = async {
+            tokens::authorize(caller)?;
+            tokens::create(ctx, request.into_inner(), by).await
+        };
+        observe(&ctx.metrics, "admin", "create_token", handler).await
+    }
+
+    async fn revoke_token(
+        &self,
+        request: Request<pb::RevokeTokenRequest>,
+    ) -> Result<Response<pb::RevokeTokenResponse>, Status> {
+        let caller = self.ctx.caller(&request);
+        let by = Attribution::of(&caller, &request);
+        let ctx = &self.ctx;
+        let handler = async {
+            tokens::authorize(caller)?;
+            tokens::revoke(ctx, request.into_inner(), by).await
+        };
+        observe(&ctx.metrics, "admin", "revoke_token", handler).await
+    }
+
+    async fn list_tokens(
+        &self,
+        request: Request<pb::ListTokensRequest>,
+    ) -> Result<Response<pb::ListTokensResponse>, Status> {
+        let caller = self.ctx.caller(&request);
+        let ctx = &self.ctx;
+        let handler = async {
+            tokens::authorize(caller)?;
+            tokens::list(ctx).await
+        };
+        observe(&ctx.metrics, "admin", "list_tokens", handler).await
     }
 }
 

@@ -235,6 +235,28 @@ fn details(action: &AuditAction) -> HashMap<String, String> {
             ("state", state.name().to_owned()),
             ("idle_ms", idle_ms.to_string()),
         ],
+        AuditAction::CreateToken {
+            name,
+            role,
+            tenants,
+        } => vec![
+            ("name", name.clone()),
+            ("role", role.name().to_owned()),
+            ("tenants", tenants.join(",")),
+        ],
+        AuditAction::RevokeToken { name } => vec![("name", name.clone())],
+        AuditAction::ReconcileRecord {
+            operation_id,
+            from,
+            to,
+            version,
+            ..
+        } => vec![
+            ("operation_id", operation_id.to_string()),
+            ("from", from.name().to_owned()),
+            ("to", to.name().to_owned()),
+            ("version", version.to_string()),
+        ],
         AuditAction::Membership(note) => vec![
             ("change", note.kind.name().to_owned()),
             ("member", note.member.to_string()),

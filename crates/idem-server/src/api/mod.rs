@@ -24,6 +24,7 @@ mod regions;
 #[cfg(test)]
 mod service_tests;
 mod status;
+mod tokens;
 #[cfg(test)]
 pub(crate) mod testing;
 

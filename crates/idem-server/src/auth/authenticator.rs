@@ -6,10 +6,12 @@ use std::time::{Duration, SystemTime};
 
 use http::HeaderMap;
 use idem_proto::reason;
+use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::credentials::{Credentials, CredentialsError};
 use super::principal::Principal;
+use super::replicated::ReplicatedTokens;
 use crate::backend::RequestError;
 use crate::tls::ClientIdentity;
 
@@ -45,6 +47,7 @@ pub struct Authenticator {
     mode: AuthMode,
     path: Option<PathBuf>,
     credentials: Arc<RwLock<Credentials>>,
+    replicated: Option<ReplicatedTokens>,
 }
 
 impl Authenticator {
@@ -58,7 +61,16 @@ impl Authenticator {
             mode,
             path,
             credentials: Arc::new(RwLock::new(credentials)),
+            replicated: None,
         })
+    }
+
+    /// This authenticator, also accepting the tokens of the replicated configuration.
+    pub fn with_replicated(self, tokens: ReplicatedTokens) -> Authenticator {
+        Authenticator {
+            replicated: Some(tokens),
+            ..self
+        }
     }
 
     /// Authentication is off.
@@ -67,6 +79,7 @@ impl Authenticator {
             mode: AuthMode::Off,
             path: None,
             credentials: Arc::default(),
+            replicated: None,
         }
     }
 
@@ -77,7 +90,8 @@ impl Authenticator {
 
     /// The principal of a call with these headers and, over TLS, this client certificate.
     /// A bearer token, when present, decides alone: a wrong token is refused even if a
-    /// certificate would have passed.
+    /// certificate would have passed. A token is looked up in the credentials file, then
+    /// in the replicated configuration.
     pub fn authenticate(
         &self,
         headers: &HeaderMap,
@@ -93,9 +107,11 @@ impl Authenticator {
                 .ok()
                 .and_then(|v| v.strip_prefix("Bearer "))
                 .ok_or_else(|| unauthenticated("authorization must be `Bearer <token>`"))?;
+            let digest: [u8; 32] = Sha256::digest(token.trim().as_bytes()).into();
             return credentials
-                .token(token.trim())
+                .token_by_digest(&digest)
                 .cloned()
+                .or_else(|| self.replicated.as_ref()?.principal(&digest))
                 .ok_or_else(|| unauthenticated("unknown or revoked token"));
         }
         if let Some(identity) = identity {

@@ -119,8 +119,12 @@ impl Credentials {
 
     /// The principal of a bearer token.
     pub fn token(&self, token: &str) -> Option<&Principal> {
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        self.tokens.get(&digest)
+        self.token_by_digest(&Sha256::digest(token.as_bytes()).into())
+    }
+
+    /// The principal of the token whose SHA-256 digest is `digest`.
+    pub fn token_by_digest(&self, digest: &[u8; 32]) -> Option<&Principal> {
+        self.tokens.get(digest)
     }
 
     /// The principal of a verified client certificate's name.

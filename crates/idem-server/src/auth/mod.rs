@@ -14,15 +14,20 @@
 //!    so a guessed fence or operation id of another tenant gets the same `TENANT_FORBIDDEN`
 //!    and never the record.
 //!
-//! Tokens are stored hashed (SHA-256) in the credentials file ([`Credentials`]), which is
-//! re-read when it changes, so a revoked token stops working within a second.
+//! Tokens are stored hashed (SHA-256) in two places, both consulted on every call: the
+//! credentials file ([`Credentials`]: bootstrap admins, client certificates), re-read when
+//! it changes, and the replicated configuration ([`ReplicatedTokens`]: tokens created with
+//! `Admin.CreateToken`), in force on a node once it has applied the change. Either way a
+//! revoked token stops working within a second.
 
 mod authenticator;
 mod credentials;
 mod layer;
 mod principal;
+mod replicated;
 
 pub use authenticator::{AuthMode, Authenticator};
 pub use credentials::{token_digest, Credentials, CredentialsError};
 pub use layer::AuthLayer;
 pub use principal::{Principal, Role, Tenants};
+pub use replicated::ReplicatedTokens;

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use idem_core::placement::TokenRole;
 use idem_proto::reason;
 
 use crate::backend::RequestError;
@@ -34,6 +35,16 @@ impl Role {
         [Role::Worker, Role::Operator, Role::Admin]
             .into_iter()
             .find(|role| role.name() == name)
+    }
+}
+
+impl From<TokenRole> for Role {
+    fn from(role: TokenRole) -> Role {
+        match role {
+            TokenRole::Worker => Role::Worker,
+            TokenRole::Operator => Role::Operator,
+            TokenRole::Admin => Role::Admin,
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use idem_core::placement::{GroupId, GLOBAL_GROUP};
+use idem_core::placement::{GroupId, Placement, GLOBAL_GROUP};
 use idem_core::{
     apply, AuditEntry, Command, MemoryStore, OperationId, Outcome, Record, RecordKey, StateStore,
     Timestamp,
@@ -100,6 +100,10 @@ impl Backend for MemoryBackend {
 
     fn record(&self, key: &RecordKey) -> Result<Option<Record>, RequestError> {
         self.store().record(key).map_err(internal)
+    }
+
+    fn global_placement(&self) -> Arc<Placement> {
+        Arc::new(self.store().placement().unwrap_or_default())
     }
 
     fn operation(&self, id: &OperationId) -> Result<Option<Record>, RequestError> {

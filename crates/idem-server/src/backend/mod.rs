@@ -27,8 +27,10 @@ pub use membership::{MemberView, MembershipChange, MembershipView};
 pub use placement::{GroupView, PlacementAnswer, PlacementCall};
 pub use status::{MemberInfo, RaftStatus};
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
-use idem_core::placement::{ClusterConfig, GroupId};
+use idem_core::placement::{ClusterConfig, GroupId, Placement};
 use idem_core::{AuditEntry, Command, OperationId, Outcome, Record, RecordKey, Timestamp};
 use tokio::sync::watch;
 
@@ -125,6 +127,10 @@ pub trait Backend: Send + Sync + 'static {
     fn cluster_config(&self) -> ClusterConfig {
         ClusterConfig::default()
     }
+
+    /// The global group's placement state as applied on this node (not linearizable): the
+    /// cluster configuration and the replicated API tokens.
+    fn global_placement(&self) -> Arc<Placement>;
 
     /// Runs a placement call (regions, tenant homes, failover). Backends without regions
     /// refuse it.

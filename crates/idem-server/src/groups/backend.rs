@@ -3,8 +3,10 @@
 //! Writes and tenant reads go to the tenant's group; reads by operation id and scans visit
 //! every group; placement and membership calls are orchestrated by [`configure`].
 
+use std::sync::Arc;
+
 use futures::future::{join_all, BoxFuture};
-use idem_core::placement::{ClusterConfig, GroupId};
+use idem_core::placement::{ClusterConfig, GroupId, Placement};
 use idem_core::{AuditEntry, Command, OperationId, Outcome, Record, RecordKey, Timestamp};
 use tokio::sync::watch;
 
@@ -106,6 +108,10 @@ impl Backend for Router {
 
     fn cluster_config(&self) -> ClusterConfig {
         self.config()
+    }
+
+    fn global_placement(&self) -> Arc<Placement> {
+        self.global().reader().placement()
     }
 
     fn placement(

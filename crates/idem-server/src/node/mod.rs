@@ -51,7 +51,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::decode::BodyLimits;
 use crate::api::ApiContext;
-use crate::auth::{AuthLayer, Authenticator};
+use crate::auth::{AuthLayer, Authenticator, ReplicatedTokens};
 use crate::backend::Backend;
 use crate::config::Config;
 use crate::failpoint::Failpoints;
@@ -133,6 +133,10 @@ impl Node {
             config.write_timeout,
             config.read_timeout,
         ));
+        // Tokens created with Admin.CreateToken, as applied by this node's global group.
+        let global = groups.global();
+        let authenticator =
+            authenticator.with_replicated(ReplicatedTokens::new(move || global.placement()));
         // The membership records the address clients can reach (the bound port, not 0).
         let bootstrap_config = Config {
             api_addr,

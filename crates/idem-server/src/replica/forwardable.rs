@@ -3,9 +3,9 @@
 //!
 //! A follower forwards a command only on behalf of a client it served (and, with
 //! authentication on, authorised): the record commands of the Idempotency service, the
-//! record repairs of the Admin service (`Reconcile`, `PurgeSubject`) and the placement
+//! record repairs of the Admin service (`Reconcile`, `PurgeSubject`), the placement
 //! changes of the Admin service (cluster changes, admitting or releasing a tenant,
-//! confirming a new home). Everything else a leader only proposes itself: the expiry
+//! confirming a new home) and its token changes (`CreateToken`, `RevokeToken`). Everything else a leader only proposes itself: the expiry
 //! sweep's `Expire`, a new group's `Init`, and the failover bookkeeping
 //! (`EnterFailover`/`EndFailover`, stamped with the leader's own id). Those are never sent,
 //! and refused when they arrive, so a caller on the Raft port cannot delete records early
@@ -41,7 +41,8 @@ pub fn check(command: &Command) -> Result<(), &'static str> {
         | Command::PurgeSubject(_)
         | Command::Cluster(_)
         | Command::AuditedCluster(_)
-        | Command::NoteMembership(_) => Ok(()),
+        | Command::NoteMembership(_)
+        | Command::Tokens(_) => Ok(()),
         Command::Group(
             GroupChange::Admit { .. }
             | GroupChange::Release { .. }
@@ -60,8 +61,9 @@ pub fn check(command: &Command) -> Result<(), &'static str> {
 }
 
 /// With authentication on, refuses a forwarded `command` unless `principal` may make it:
-/// placement, membership notes and record repairs need an admin; record commands a
-/// principal of the record's tenant. No principal: `ROLE_FORBIDDEN`.
+/// placement, membership notes and record repairs need an admin, token changes an admin of
+/// every tenant; record commands a principal of the record's tenant. No principal:
+/// `ROLE_FORBIDDEN`.
 pub fn authorize(
     auth: AuthMode,
     principal: Option<&Principal>,
@@ -89,6 +91,7 @@ pub fn authorize(
         | Command::AuditedCluster(_)
         | Command::AuditedGroup(_)
         | Command::NoteMembership(_) => principal.require(Role::Admin, None),
+        Command::Tokens(_) => principal.require_all_tenants(Role::Admin),
     }
 }
 

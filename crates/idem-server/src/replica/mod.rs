@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use idem_core::placement::GroupId;
+use idem_core::placement::{GroupId, Placement};
 use idem_core::{AuditEntry, Command, OperationId, Outcome, Record, RecordKey, Timestamp};
 use idem_proto::raft_v1::forward_reply::Result as Reply;
 use idem_store::{NodeInfo, Request, StateReader, TypeConfig};
@@ -594,6 +594,11 @@ impl Backend for Replica {
 
     fn record(&self, key: &RecordKey) -> Result<Option<Record>, RequestError> {
         self.reader.record(key).map_err(store_error)
+    }
+
+    /// This group's placement (the global group's, when this replica is one).
+    fn global_placement(&self) -> Arc<Placement> {
+        self.reader.placement()
     }
 
     fn operation(&self, id: &OperationId) -> Result<Option<Record>, RequestError> {

@@ -1,24 +1,29 @@
-//! `idemctl auth token create|revoke|list`: the tokens of a node's credentials file.
+//! `idemctl auth token create|revoke|list`: bearer tokens, in the cluster or in a
+//! credentials file.
 //!
-//! Authentication reads principals from a credentials file on every node (`[auth]
-//! credentials`, re-read when it changes; docs/security.md). These commands edit that file
-//! where it is (or a copy that configuration management distributes): `create` makes a
-//! random token, stores only its SHA-256 digest, and prints the token once; `revoke` deletes
-//! an entry (the nodes stop accepting it within a second of reading the file); `list` shows
+//! A node accepts the tokens of its credentials file (`[auth] credentials`, re-read when it
+//! changes) and those of the cluster's replicated configuration (docs/security.md). By
+//! default these commands manage the replicated ones through `Admin.CreateToken`,
+//! `RevokeToken` and `ListTokens` (an admin of every tenant; the node draws the secret, the
+//! cluster keeps its digest and audits the change). With `--file PATH` they edit a
+//! credentials file instead, where it is (or a copy that configuration management
+//! distributes), which is how the first admin is bootstrapped: `create` makes a random
+//! token, stores only its SHA-256 digest, and prints the token once; `revoke` deletes an
+//! entry (the nodes stop accepting it within a second of reading the file); `list` shows
 //! names, roles and tenants, never a secret. Rewriting the file drops its comments.
 
 use std::io::Read;
 use std::path::Path;
 
+use idem_client::idem_core::placement::TokenRole;
+use idem_client::tokens::TokenInfo;
+use idem_client::Client;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::cli::{TokenCommand, TokenCreateArgs};
 use crate::error::CliError;
-use crate::output::Doc;
-
-/// The roles the server knows.
-const ROLES: [&str; 3] = ["worker", "operator", "admin"];
+use crate::output::{Doc, Value};
 
 #[derive(Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -39,13 +44,79 @@ struct Entry {
     tenants: Vec<String>,
 }
 
-/// Runs one `idemctl auth token` command on its credentials file.
-pub fn run(command: &TokenCommand) -> Result<Doc, CliError> {
+/// The columns of `list` in table mode.
+const COLUMNS: &[&str] = &["name", "role", "tenants", "created_at", "created_by"];
+
+/// Runs a `--file` command on its credentials file; `None` when it names no file (it is
+/// for the cluster: [`run`]).
+pub fn file_command(command: &TokenCommand) -> Option<Result<Doc, CliError>> {
+    Some(match command {
+        TokenCommand::Create(args) => create(args.file.as_deref()?, args),
+        TokenCommand::Revoke(args) => revoke(args.file.as_deref()?, &args.name),
+        TokenCommand::List(args) => list(args.file.as_deref()?),
+    })
+}
+
+/// Runs a token command on the cluster's replicated tokens.
+pub async fn run(client: &Client, command: &TokenCommand) -> Result<Doc, CliError> {
     match command {
-        TokenCommand::Create(args) => create(args),
-        TokenCommand::Revoke(args) => revoke(&args.credentials, &args.name),
-        TokenCommand::List(args) => list(&args.credentials),
+        TokenCommand::Create(args) => {
+            let role = role(&args.role)?;
+            tenants_given(&args.tenants)?;
+            let token = client.create_token(&args.name, role, &args.tenants).await?;
+            Ok(Doc::new()
+                .with("name", token.name)
+                .with("token", token.secret)
+                .with(
+                    "note",
+                    "shown once: the cluster stores only its SHA-256 digest",
+                ))
+        }
+        TokenCommand::Revoke(args) => {
+            client.revoke_token(&args.name).await?;
+            Ok(Doc::new().with("revoked", args.name.as_str()))
+        }
+        TokenCommand::List(_) => {
+            let rows = client.list_tokens().await?.iter().map(info_doc).collect();
+            Ok(Doc::new().with(
+                "tokens",
+                Value::Rows {
+                    rows,
+                    columns: COLUMNS,
+                },
+            ))
+        }
     }
+}
+
+fn info_doc(info: &TokenInfo) -> Doc {
+    let at = u64::try_from(info.created_at_ms).unwrap_or_default();
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(at);
+    Doc::new()
+        .with("name", info.name.as_str())
+        .with("role", info.role.name())
+        .with("tenants", info.tenants.join(","))
+        .with(
+            "created_at",
+            humantime::format_rfc3339_millis(at).to_string(),
+        )
+        .with("created_by", info.created_by.as_str())
+}
+
+fn role(name: &str) -> Result<TokenRole, CliError> {
+    [TokenRole::Worker, TokenRole::Operator, TokenRole::Admin]
+        .into_iter()
+        .find(|role| role.name() == name)
+        .ok_or_else(|| usage("--role must be worker, operator or admin"))
+}
+
+fn tenants_given(tenants: &[String]) -> Result<(), CliError> {
+    if tenants.is_empty() {
+        return Err(usage(
+            "--tenant is required (repeat it, or '*' for every tenant)",
+        ));
+    }
+    Ok(())
 }
 
 fn usage(message: impl Into<String>) -> CliError {
@@ -95,16 +166,10 @@ fn random_token() -> Result<String, CliError> {
     Ok(format!("idem_{}", hex::encode(bytes)))
 }
 
-fn create(args: &TokenCreateArgs) -> Result<Doc, CliError> {
-    if !ROLES.contains(&args.role.as_str()) {
-        return Err(usage("--role must be worker, operator or admin"));
-    }
-    if args.tenants.is_empty() {
-        return Err(usage(
-            "--tenant is required (repeat it, or '*' for every tenant)",
-        ));
-    }
-    let mut file = load(&args.credentials)?;
+fn create(path: &Path, args: &TokenCreateArgs) -> Result<Doc, CliError> {
+    role(&args.role)?;
+    tenants_given(&args.tenants)?;
+    let mut file = load(path)?;
     if file.token.iter().any(|t| t.name == args.name) {
         return Err(usage(format!(
             "a token named {:?} exists: revoke it first",
@@ -118,7 +183,7 @@ fn create(args: &TokenCreateArgs) -> Result<Doc, CliError> {
         role: args.role.clone(),
         tenants: args.tenants.clone(),
     });
-    save(&args.credentials, &file)?;
+    save(path, &file)?;
     Ok(Doc::new()
         .with("name", args.name.as_str())
         .with("token", token)
@@ -160,12 +225,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("credentials.toml");
         let args = TokenCreateArgs {
-            credentials: path.clone(),
+            file: Some(path.clone()),
             name: "payments".into(),
             role: "worker".into(),
             tenants: vec!["acme".into()],
+            audit: Default::default(),
         };
-        let doc = create(&args).unwrap();
+        let doc = create(&path, &args).unwrap();
         let Some(crate::output::Value::Str(bare)) = doc.get("token") else {
             panic!("create prints the token: {doc:?}");
         };
@@ -181,7 +247,7 @@ mod tests {
             "{stored}"
         );
         assert!(stored.contains(&hex::encode(Sha256::digest(bare.as_bytes()))));
-        assert!(create(&args).is_err(), "names are unique");
+        assert!(create(&path, &args).is_err(), "names are unique");
         assert!(list(&path).unwrap().get("payments").is_some());
         revoke(&path, "payments").unwrap();
         assert!(list(&path).unwrap().get("payments").is_none());

@@ -34,7 +34,10 @@ pub async fn run(cli: Cli) -> Result<Doc, CliError> {
         return cert::run(command);
     }
     if let Command::Auth(AuthCommand::Token(command)) = &cli.command {
-        return auth::run(command);
+        return match auth::file_command(command) {
+            Some(done) => done,
+            None => auth::run(&connect(&cli)?, command).await,
+        };
     }
     if let Command::Snapshot(SnapshotCommand::Restore(args)) = &cli.command {
         return snapshot::restore(args);
@@ -97,7 +100,11 @@ fn connect(cli: &Cli) -> Result<Client, CliError> {
             .map(idem_client::BearerToken::new),
         ..ClientOptions::default()
     };
-    Ok(Client::connect(cli.endpoints.clone(), options)?)
+    let endpoints = cli.endpoints.clone();
+    Ok(match cli.command.audit_reason() {
+        Some(reason) => Client::connect_audited(endpoints, options, reason)?,
+        None => Client::connect(endpoints, options)?,
+    })
 }
 
 /// TLS when a CA is given (`--cacert`); a client certificate with `--cert`/`--key`.

@@ -1,0 +1,170 @@
+//! What the in-process node and cluster tests share: loopback members, node configurations,
+//! a credentials file with one principal per role, and calls made with a bearer token.
+//!
+//! Each test file is its own crate and uses only part of this module.
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use idem_proto::status;
+use idem_server::auth::{token_digest, AuthMode};
+use idem_server::config::AuthConfig;
+use idem_server::{ClusterConfig, Config, InitialMember, Node, NodeHandle};
+use openraft::async_runtime::WatchReceiver;
+use tonic::metadata::MetadataValue;
+use tonic::transport::Channel;
+use tonic::{Code, Request};
+
+/// A worker of tenant `acme` (credentials file).
+pub const ACME_WORKER: &str = "idem_acme_worker_token";
+/// A worker of tenant `globex` (credentials file).
+pub const GLOBEX_WORKER: &str = "idem_globex_worker_token";
+/// An operator of tenant `acme` (credentials file).
+pub const OPERATOR: &str = "idem_acme_operator_token";
+/// An admin of every tenant, named `root` (credentials file).
+pub const ADMIN: &str = "idem_admin_token";
+
+/// A loopback address whose port was free a moment ago.
+pub fn free_addr() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+/// Member `id` at fresh loopback addresses, in region `r<id>`.
+pub fn member(id: u64) -> InitialMember {
+    InitialMember {
+        id,
+        raft_addr: free_addr(),
+        api_addr: free_addr(),
+        region: Some(format!("r{id}")),
+        zone: Some(format!("r{id}-a")),
+    }
+}
+
+/// Writes the credentials file of the four principals above into `dir`.
+pub fn credentials(dir: &Path) -> PathBuf {
+    let entry = |name: &str, token: &str, role: &str, tenants: &str| {
+        format!(
+            "[[token]]\nname = \"{name}\"\nsha256 = \"{}\"\nrole = \"{role}\"\ntenants = [{tenants}]\n\n",
+            token_digest(token)
+        )
+    };
+    let text = [
+        entry("acme-worker", ACME_WORKER, "worker", "\"acme\""),
+        entry("globex-worker", GLOBEX_WORKER, "worker", "\"globex\""),
+        entry("acme-operator", OPERATOR, "operator", "\"acme\""),
+        entry("root", ADMIN, "admin", "\"*\""),
+    ]
+    .concat();
+    let path = dir.join("credentials.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Authentication on, with the credentials file of [`credentials`] in `dir`.
+pub fn auth_on(dir: &Path) -> AuthConfig {
+    AuthConfig {
+        mode: AuthMode::On,
+        credentials: Some(credentials(dir)),
+    }
+}
+
+/// The configuration of `me` (data under `data_dir`), with fast Raft timers.
+pub fn node_config(
+    data_dir: PathBuf,
+    me: &InitialMember,
+    cluster: ClusterConfig,
+    auth: AuthConfig,
+) -> Config {
+    let region = me.region.clone().unwrap_or_else(|| "local".into());
+    let mut config = Config {
+        node_id: me.id,
+        data_dir,
+        api_addr: me.api_addr,
+        raft_addr: me.raft_addr,
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        zone: me.zone.clone().unwrap_or_else(|| format!("{region}-a")),
+        region,
+        write_timeout: Duration::from_secs(5),
+        read_timeout: Duration::from_secs(5),
+        shutdown_grace: Duration::from_secs(2),
+        cluster,
+        auth,
+        ..Config::default()
+    };
+    config.raft.heartbeat_interval = Duration::from_millis(100);
+    config.raft.election_timeout = Duration::from_millis(500);
+    config
+}
+
+/// Starts three initial members (data under `dir/n<id>`) and waits until each is ready.
+pub async fn three_nodes(dir: &Path, auth: AuthConfig) -> Vec<NodeHandle> {
+    let members: Vec<InitialMember> = (1..=3).map(member).collect();
+    let cluster = ClusterConfig {
+        initial_members: members.clone(),
+        join: false,
+    };
+    let starts = members.iter().map(|m| {
+        let data_dir = dir.join(format!("n{}", m.id));
+        Node::start(node_config(data_dir, m, cluster.clone(), auth.clone()))
+    });
+    let nodes: Vec<NodeHandle> = futures::future::join_all(starts)
+        .await
+        .into_iter()
+        .map(|n| n.expect("node starts"))
+        .collect();
+    for node in &nodes {
+        node.wait_ready(Duration::from_secs(20)).await.unwrap();
+    }
+    nodes
+}
+
+/// (leader, followers) as indexes into `nodes`, as node 0 sees it.
+pub fn roles(nodes: &[NodeHandle]) -> (usize, Vec<usize>) {
+    let leader = nodes[0]
+        .raft()
+        .metrics()
+        .borrow_watched()
+        .current_leader
+        .unwrap();
+    let l = nodes.iter().position(|n| n.node_id() == leader).unwrap();
+    (l, (0..nodes.len()).filter(|i| *i != l).collect())
+}
+
+/// A channel to `node`'s API port.
+pub async fn channel(node: &NodeHandle) -> Channel {
+    Channel::from_shared(format!("http://{}", node.api_addr()))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// `message` with `authorization: Bearer <token>` when a token is given.
+pub fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
+    let mut request = Request::new(message);
+    if let Some(token) = token {
+        let value = MetadataValue::try_from(format!("Bearer {token}")).unwrap();
+        request.metadata_mut().insert("authorization", value);
+    }
+    request
+}
+
+/// Asserts that `status` has `code` and the idem reason `expected`.
+pub fn refused(status: &tonic::Status, code: Code, expected: &str) {
+    assert_eq!(status.code(), code, "{status:?}");
+    assert_eq!(
+        status::reason_of(status).as_deref(),
+        Some(expected),
+        "{status:?}"
+    );
+}
+
+/// Shuts every node down.
+pub async fn shutdown(nodes: Vec<NodeHandle>) {
+    for node in nodes {
+        node.shutdown().await.unwrap();
+    }
+}
