@@ -110,6 +110,17 @@ fn action_of(report: &PassReport, id: OperationId) -> Vec<Action> {
         .collect()
 }
 
+/// The sum of every sample of `name` (all label values) in the reconciler's metrics text.
+fn metric_sum(reconciler: &Reconciler, name: &str) -> f64 {
+    reconciler
+        .metrics()
+        .render()
+        .lines()
+        .filter(|line| line.starts_with(name) && line[name.len()..].starts_with([' ', '{']))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dead_workers_are_settled_once_without_a_second_charge() {
     let node = Node::start(NodeOptions::default());
@@ -188,10 +199,10 @@ async fn dead_workers_are_settled_once_without_a_second_charge() {
         assert!(actions.contains(&Action::Conflict), "{id}: {actions:?}");
     }
     assert_eq!(a.counts.conflicts + b.counts.conflicts, 3);
-    assert!(first
-        .metrics()
-        .render()
-        .contains("idem_reconciler_settled_total"));
+    let metric = |name: &str| metric_sum(&first, name) + metric_sum(&second, name);
+    assert_eq!(metric("idem_reconciler_settled_total"), 3.0);
+    assert_eq!(metric("idem_reconciler_conflicts_total"), 3.0);
+    assert_eq!(metric("idem_reconciler_check_seconds_count"), 6.0);
 
     // The records: the provider's references, and the revoked worker cannot write any more.
     for (key, reference) in [("order-high", "psp_1"), ("order-normal", "psp_2")] {
