@@ -23,8 +23,9 @@
 //!   it: that is what keeps a rolling upgrade mixed-version safe. Requests of releases
 //!   before versions were sent carry 0, which means 1. A message carries the newest version
 //!   among its entries ([`entries_version`]): version 2 added `Command::Abandon`, which
-//!   the leader proposes only for endpoints that opt in to `abandon_after`, so every other
-//!   message stays readable by version-1 nodes.
+//!   the leader proposes only for endpoints that opt in to `abandon_after`, and
+//!   `Command::Tokens`, proposed only when an admin creates or revokes a replicated token,
+//!   so every other message stays readable by version-1 nodes.
 //!
 //! A refusal answers `FAILED_PRECONDITION` naming both versions, and is logged (at most
 //! once per [`REFUSAL_LOG_INTERVAL`]: a refused leader retries every heartbeat).
@@ -47,7 +48,8 @@ pub(crate) const FORMAT: Format = Format::BincodeV1;
 /// entries all have this layout says so (`entry_version`).
 pub const ENTRY_VERSION_WRITTEN: u32 = 1;
 /// The log-entry version that added `Command::Abandon`, which the leader proposes only for
-/// endpoints that opt in to `abandon_after` (docs/operations.md, "Upgrades").
+/// endpoints that opt in to `abandon_after`, and `Command::Tokens`, proposed only by
+/// `Admin.CreateToken`/`RevokeToken` (docs/operations.md, "Upgrades").
 pub const ENTRY_VERSION_ABANDON: u32 = 2;
 /// The newest log-entry version this release understands.
 pub const ENTRY_VERSION_READ: u32 = ENTRY_VERSION_ABANDON;
@@ -116,7 +118,7 @@ pub(crate) fn entries_version(entries: &[Entry]) -> u32 {
 /// The log-entry version that introduced `command`'s layout.
 fn command_version(command: &Command) -> u32 {
     match command {
-        Command::Abandon(_) => ENTRY_VERSION_ABANDON,
+        Command::Abandon(_) | Command::Tokens(_) => ENTRY_VERSION_ABANDON,
         _ => ENTRY_VERSION_WRITTEN,
     }
 }
@@ -333,6 +335,21 @@ mod tests {
             ENTRY_VERSION_ABANDON
         );
         check_entry_version(ENTRY_VERSION_ABANDON).unwrap();
+        let revoke = Command::Tokens(idem_core::command::Audited::new(
+            idem_core::placement::TokenChange::Revoke {
+                name: "payments".into(),
+            },
+            "admin",
+            "rotation",
+        ));
+        let revoke = Entry::new_normal(
+            log_id(7, 2, 14),
+            Request {
+                stamp: idem_core::Timestamp(1),
+                command: revoke,
+            },
+        );
+        assert_eq!(entries_version(&[revoke]), ENTRY_VERSION_ABANDON);
     }
 
     #[test]
