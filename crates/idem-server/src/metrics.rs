@@ -470,8 +470,16 @@ mod tests {
         let line = |tenant: &str, signal: &str, n: u64| {
             format!("idem_tenant_claims_total{{signal=\"{signal}\",tenant=\"{tenant}\"}} {n}")
         };
-        for (signal, n) in [("claim", 6), ("replay", 2), ("mismatch", 1), ("in_flight", 2)] {
-            assert!(text.contains(&line("acme", signal, n)), "{signal} in\n{text}");
+        for (signal, n) in [
+            ("claim", 6),
+            ("replay", 2),
+            ("mismatch", 1),
+            ("in_flight", 2),
+        ] {
+            assert!(
+                text.contains(&line("acme", signal, n)),
+                "{signal} in\n{text}"
+            );
         }
         // acme and t0..t97 have their own series; t98..t102 share _other.
         assert!(text.contains(&line("t97", "claim", 1)));

@@ -52,8 +52,8 @@ pub use backup::{
 pub use backup_error::BackupError;
 pub use backup_file::BackupFile;
 pub use builder::SnapshotBuilder;
-pub use error::StoreError;
 pub use db::DATA_FORMAT_VERSION;
+pub use error::StoreError;
 pub use log_store::LogStore;
 pub use reader::StateReader;
 pub use restore::restore;

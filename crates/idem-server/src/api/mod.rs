@@ -24,9 +24,9 @@ mod regions;
 #[cfg(test)]
 mod service_tests;
 mod status;
-mod tokens;
 #[cfg(test)]
 pub(crate) mod testing;
+mod tokens;
 
 use std::sync::Arc;
 
