@@ -18,6 +18,7 @@ use idem_proto::v1 as pb;
 use idem_server::api::decode::{self, BodyLimits};
 use idem_server::backend::MembershipChange;
 use idem_server::Config;
+use idem_testkit::mutation::{mutated, MutationSpace};
 use proptest::prelude::*;
 use prost::Message;
 
@@ -188,57 +189,12 @@ fn convert(runtime: &tokio::runtime::Runtime, kind: usize, bytes: &[u8]) {
     }
 }
 
-/// One edit of bytes, at positions taken modulo their length.
-#[derive(Debug, Clone)]
-enum Mutation {
-    Flip(usize, u8),
-    Delete(usize, usize),
-    Repeat(usize, usize),
-    Insert(usize, Vec<u8>),
-    Truncate(usize),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        (any::<usize>(), 1..=255u8).prop_map(|(at, bits)| Mutation::Flip(at, bits)),
-        (any::<usize>(), 0..16usize).prop_map(|(at, len)| Mutation::Delete(at, len)),
-        (any::<usize>(), 0..16usize).prop_map(|(at, len)| Mutation::Repeat(at, len)),
-        (any::<usize>(), prop::collection::vec(any::<u8>(), 0..12))
-            .prop_map(|(at, bytes)| Mutation::Insert(at, bytes)),
-        any::<usize>().prop_map(Mutation::Truncate),
-    ]
-}
-
-fn apply(bytes: &mut Vec<u8>, mutation: &Mutation) {
-    let at = |i: &usize, len: usize| i % (len + 1);
-    match mutation {
-        Mutation::Flip(i, bits) => {
-            if !bytes.is_empty() {
-                let i = i % bytes.len();
-                bytes[i] ^= bits;
-            }
-        }
-        Mutation::Delete(i, len) => {
-            let start = at(i, bytes.len());
-            let end = (start + len).min(bytes.len());
-            bytes.drain(start..end);
-        }
-        Mutation::Repeat(i, len) => {
-            let start = at(i, bytes.len());
-            let end = (start + len).min(bytes.len());
-            let copy = bytes[start..end].to_vec();
-            bytes.splice(end..end, copy);
-        }
-        Mutation::Insert(i, inserted) => {
-            let start = at(i, bytes.len());
-            bytes.splice(start..start, inserted.iter().copied());
-        }
-        Mutation::Truncate(i) => {
-            let len = at(i, bytes.len());
-            bytes.truncate(len);
-        }
-    }
-}
+/// The mutations drawn for these encodings.
+const SPACE: MutationSpace = MutationSpace {
+    max_span: 16,
+    max_insert: 12,
+    length_prefix: None,
+};
 
 /// JSON text from JSON's alphabet (and a few characters outside it).
 fn json_text() -> impl Strategy<Value = String> {
@@ -357,13 +313,11 @@ proptest! {
     #[test]
     fn mutated_requests_never_panic(
         sample in 0..7usize,
-        mutations in prop::collection::vec(mutation(), 1..5),
+        mutations in SPACE.mutations(1..5),
     ) {
         let runtime = runtime();
-        let (kind, mut bytes) = samples()[sample].clone();
-        for m in &mutations {
-            apply(&mut bytes, m);
-        }
+        let (kind, original) = samples()[sample].clone();
+        let bytes = mutated(&original, &mutations);
         convert(&runtime, kind, &bytes);
     }
 
@@ -429,14 +383,11 @@ proptest! {
 
     #[test]
     fn mutated_forwarded_commands_never_panic(
-        mutations in prop::collection::vec(mutation(), 1..5),
+        mutations in SPACE.mutations(1..5),
     ) {
         let mut h = Harness::new(MemoryStore::new());
         let command = h.claim_command(&Harness::<MemoryStore>::target("k-1"), 1, "worker-1");
-        let mut bytes = bincode::serialize(&command).unwrap();
-        for m in &mutations {
-            apply(&mut bytes, m);
-        }
+        let bytes = mutated(&bincode::serialize(&command).unwrap(), &mutations);
         let _ = bincode::deserialize::<idem_core::Command>(&bytes);
     }
 }
@@ -469,13 +420,10 @@ proptest! {
 
     #[test]
     fn mutated_config_text_never_panics(
-        mutations in prop::collection::vec(mutation(), 1..5),
+        mutations in SPACE.mutations(1..5),
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let mut bytes = toml::to_string(&config_table()).unwrap().into_bytes();
-        for m in &mutations {
-            apply(&mut bytes, m);
-        }
+        let bytes = mutated(toml::to_string(&config_table()).unwrap().as_bytes(), &mutations);
         load_config(dir.path(), &String::from_utf8_lossy(&bytes));
     }
 }

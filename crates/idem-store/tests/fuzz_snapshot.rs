@@ -15,6 +15,7 @@ use std::io::Write as _;
 
 use common::{apply, dump, entries, receive, workload};
 use idem_store::{BackupFile, BackupOrigin, NodeInfo};
+use idem_testkit::mutation::{mutated, LengthPrefix, Mutation, MutationSpace};
 use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -24,72 +25,16 @@ use tempfile::TempDir;
 /// Length of the trailing digest of both formats.
 const DIGEST: usize = 32;
 
-/// One edit of a file, at positions taken modulo its length.
-#[derive(Debug, Clone)]
-enum Mutation {
-    Flip(usize, u8),
-    Delete(usize, usize),
-    Repeat(usize, usize),
-    Insert(usize, Vec<u8>),
-    /// Four bytes of `u32::MAX >> shift` written over: a huge big-endian length prefix.
-    HugeLength(usize, u32),
-    Truncate(usize),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        (any::<usize>(), 1..=255u8).prop_map(|(at, bits)| Mutation::Flip(at, bits)),
-        (any::<usize>(), 0..32usize).prop_map(|(at, len)| Mutation::Delete(at, len)),
-        (any::<usize>(), 0..32usize).prop_map(|(at, len)| Mutation::Repeat(at, len)),
-        (any::<usize>(), prop::collection::vec(any::<u8>(), 0..16))
-            .prop_map(|(at, bytes)| Mutation::Insert(at, bytes)),
-        (any::<usize>(), 0..32u32).prop_map(|(at, shift)| Mutation::HugeLength(at, shift)),
-        any::<usize>().prop_map(Mutation::Truncate),
-    ]
-}
-
-fn apply_mutation(bytes: &mut Vec<u8>, mutation: &Mutation) {
-    let at = |i: &usize, len: usize| i % (len + 1);
-    match mutation {
-        Mutation::Flip(i, bits) => {
-            if !bytes.is_empty() {
-                let i = i % bytes.len();
-                bytes[i] ^= bits;
-            }
-        }
-        Mutation::Delete(i, len) => {
-            let start = at(i, bytes.len());
-            let end = (start + len).min(bytes.len());
-            bytes.drain(start..end);
-        }
-        Mutation::Repeat(i, len) => {
-            let start = at(i, bytes.len());
-            let end = (start + len).min(bytes.len());
-            let copy = bytes[start..end].to_vec();
-            bytes.splice(end..end, copy);
-        }
-        Mutation::Insert(i, inserted) => {
-            let start = at(i, bytes.len());
-            bytes.splice(start..start, inserted.iter().copied());
-        }
-        Mutation::HugeLength(i, shift) => {
-            let start = at(i, bytes.len());
-            let end = (start + 4).min(bytes.len());
-            bytes.splice(start..end, (u32::MAX >> shift).to_be_bytes());
-        }
-        Mutation::Truncate(i) => {
-            let len = at(i, bytes.len());
-            bytes.truncate(len);
-        }
-    }
-}
+/// The mutations drawn for these encodings.
+const SPACE: MutationSpace = MutationSpace {
+    max_span: 32,
+    max_insert: 16,
+    length_prefix: Some(LengthPrefix::U32Be),
+};
 
 /// `original` damaged by `mutations`, with its digest recomputed when `redigest`.
 fn damage(original: &[u8], mutations: &[Mutation], redigest: bool) -> Vec<u8> {
-    let mut bytes = original.to_vec();
-    for m in mutations {
-        apply_mutation(&mut bytes, m);
-    }
+    let mut bytes = mutated(original, mutations);
     if redigest && bytes.len() >= DIGEST {
         let body = bytes.len() - DIGEST;
         let digest = Sha256::digest(&bytes[..body]);
@@ -99,7 +44,7 @@ fn damage(original: &[u8], mutations: &[Mutation], redigest: bool) -> Vec<u8> {
 }
 
 fn case() -> impl Strategy<Value = (Vec<Mutation>, bool)> {
-    (prop::collection::vec(mutation(), 1..4), any::<bool>())
+    (SPACE.mutations(1..4), any::<bool>())
 }
 
 fn runner(cases: u32) -> TestRunner {

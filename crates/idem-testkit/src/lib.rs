@@ -7,11 +7,15 @@
 //!
 //! - [`Rng`] ([`rng`]): SplitMix64, seeded, with independent streams per worker;
 //! - [`font`]: the plot font, registered once with plotters from a file named by an
-//!   environment variable or Debian's DejaVu Sans.
+//!   environment variable or Debian's DejaVu Sans;
+//! - [`mutation`]: the structured edits of encoded bytes every decoder's property tests
+//!   draw from (in the crates' dev-dependencies only).
 //!
-//! Kept dependency-light on purpose: plotters (for the font registration) and std only.
+//! Kept dependency-light on purpose: plotters (for the font registration), proptest (for
+//! the mutations) and std only.
 
 pub mod font;
+pub mod mutation;
 pub mod rng;
 
 pub use rng::Rng;

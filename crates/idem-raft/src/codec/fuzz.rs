@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use idem_store::{Entry, NodeInfo, Request, SnapshotMeta, StoredMembership, TypeConfig, Vote};
+use idem_testkit::mutation::{mutated, LengthPrefix, MutationSpace};
 use openraft::entry::RaftEntry;
 use openraft::errors::Fatal;
 use openraft::raft::{
@@ -115,65 +116,12 @@ fn decode_everything(bytes: &[u8]) {
     try_decode::<Fatal<TypeConfig>>(bytes);
 }
 
-/// One edit of an encoding, at positions taken modulo its length.
-#[derive(Debug, Clone)]
-enum Mutation {
-    Flip(usize, u8),
-    Delete(usize, usize),
-    Repeat(usize, usize),
-    Insert(usize, Vec<u8>),
-    /// Eight bytes of `u64::MAX >> shift` written over: a huge bincode length.
-    HugeLength(usize, u32),
-    Truncate(usize),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        (any::<usize>(), 1..=255u8).prop_map(|(at, bits)| Mutation::Flip(at, bits)),
-        (any::<usize>(), 0..24usize).prop_map(|(at, len)| Mutation::Delete(at, len)),
-        (any::<usize>(), 0..24usize).prop_map(|(at, len)| Mutation::Repeat(at, len)),
-        (any::<usize>(), prop::collection::vec(any::<u8>(), 0..16))
-            .prop_map(|(at, bytes)| Mutation::Insert(at, bytes)),
-        (any::<usize>(), 0..40u32).prop_map(|(at, shift)| Mutation::HugeLength(at, shift)),
-        any::<usize>().prop_map(Mutation::Truncate),
-    ]
-}
-
-fn apply(bytes: &mut Vec<u8>, mutation: &Mutation) {
-    let at = |i: &usize, len: usize| i % (len + 1);
-    match mutation {
-        Mutation::Flip(i, bits) => {
-            if !bytes.is_empty() {
-                let i = i % bytes.len();
-                bytes[i] ^= bits;
-            }
-        }
-        Mutation::Delete(i, len) => {
-            let start = at(i, bytes.len());
-            let end = (start + len).min(bytes.len());
-            bytes.drain(start..end);
-        }
-        Mutation::Repeat(i, len) => {
-            let start = at(i, bytes.len());
-            let end = (start + len).min(bytes.len());
-            let copy = bytes[start..end].to_vec();
-            bytes.splice(end..end, copy);
-        }
-        Mutation::Insert(i, inserted) => {
-            let start = at(i, bytes.len());
-            bytes.splice(start..start, inserted.iter().copied());
-        }
-        Mutation::HugeLength(i, shift) => {
-            let start = at(i, bytes.len());
-            let end = (start + 8).min(bytes.len());
-            bytes.splice(start..end, (u64::MAX >> shift).to_le_bytes());
-        }
-        Mutation::Truncate(i) => {
-            let len = at(i, bytes.len());
-            bytes.truncate(len);
-        }
-    }
-}
+/// The mutations drawn for these encodings.
+const SPACE: MutationSpace = MutationSpace {
+    max_span: 24,
+    max_insert: 16,
+    length_prefix: Some(LengthPrefix::U64Le),
+};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
@@ -186,12 +134,9 @@ proptest! {
     #[test]
     fn mutated_messages_never_panic(
         sample in 0..10usize,
-        mutations in prop::collection::vec(mutation(), 1..5),
+        mutations in SPACE.mutations(1..5),
     ) {
-        let mut bytes = samples()[sample].clone();
-        for m in &mutations {
-            apply(&mut bytes, m);
-        }
+        let bytes = mutated(&samples()[sample], &mutations);
         decode_everything(&bytes);
     }
 }
