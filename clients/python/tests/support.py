@@ -48,11 +48,22 @@ def idemctl(*args: str) -> str:
     return done.stdout
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A loopback port that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port that was free a moment ago, never one this process handed out before.
+
+    The kernel may give a just-closed ephemeral port again, so two nodes started back to back
+    could otherwise be handed the same port and one fail with "address already in use".
+    """
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 class Node:

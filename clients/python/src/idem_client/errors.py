@@ -172,6 +172,10 @@ class BackupUnsupported(Rejected):
     groups); an Admin answer."""
 
 
+class TokenExists(Rejected):
+    """``TOKEN_EXISTS``: a replicated API token of that name exists already; an Admin answer."""
+
+
 class DeadlineExceeded(Rejected):
     """``DEADLINE_EXCEEDED``: a read did not finish within the call's deadline (a write cut off
     by its deadline is :class:`OutcomeUnknown` instead)."""
@@ -249,6 +253,7 @@ REASONS: dict[str, type[IdemError]] = {
     "TENANT_FORBIDDEN": TenantForbidden,
     "ROLE_FORBIDDEN": RoleForbidden,
     "BACKUP_UNSUPPORTED": BackupUnsupported,
+    "TOKEN_EXISTS": TokenExists,
     "PERMISSION_DENIED": PermissionDenied,
     UNAVAILABLE: Unavailable,
     INVALID_RESPONSE: InvalidResponse,
