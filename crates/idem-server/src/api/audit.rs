@@ -168,11 +168,19 @@ pub(crate) fn entry_to_proto(entry: &AuditEntry) -> pb::AuditEntry {
 
 fn details(action: &AuditAction) -> HashMap<String, String> {
     let pairs: Vec<(&str, String)> = match action {
+        // The entry of `Reconcile` before and after it named the record's tenant.
         AuditAction::Reconcile {
             operation_id,
             from,
             to,
             version,
+        }
+        | AuditAction::ReconcileRecord {
+            operation_id,
+            from,
+            to,
+            version,
+            ..
         } => vec![
             ("operation_id", operation_id.to_string()),
             ("from", from.name().to_owned()),
@@ -245,18 +253,6 @@ fn details(action: &AuditAction) -> HashMap<String, String> {
             ("tenants", tenants.join(",")),
         ],
         AuditAction::RevokeToken { name } => vec![("name", name.clone())],
-        AuditAction::ReconcileRecord {
-            operation_id,
-            from,
-            to,
-            version,
-            ..
-        } => vec![
-            ("operation_id", operation_id.to_string()),
-            ("from", from.name().to_owned()),
-            ("to", to.name().to_owned()),
-            ("version", version.to_string()),
-        ],
         AuditAction::Membership(note) => vec![
             ("change", note.kind.name().to_owned()),
             ("member", note.member.to_string()),
@@ -284,6 +280,37 @@ mod tests {
             role: Role::Operator,
             tenants: Tenants::Only([tenant.to_owned()].into()),
         }
+    }
+
+    #[test]
+    fn reconcile_entries_read_the_same_with_or_without_their_tenant() {
+        let id = idem_core::OperationId::from_bytes([7; 16]);
+        let (from, to) = (
+            idem_core::State::NeedsReconciliation,
+            idem_core::State::Completed,
+        );
+        let old = AuditAction::Reconcile {
+            operation_id: id,
+            from,
+            to,
+            version: 4,
+        };
+        let new = AuditAction::ReconcileRecord {
+            tenant: "acme".into(),
+            operation_id: id,
+            from,
+            to,
+            version: 4,
+        };
+        let expected = HashMap::from([
+            ("operation_id".to_owned(), id.to_string()),
+            ("from".to_owned(), from.name().to_owned()),
+            ("to".to_owned(), to.name().to_owned()),
+            ("version".to_owned(), "4".to_owned()),
+        ]);
+        assert_eq!(details(&old), expected);
+        assert_eq!(details(&new), expected);
+        assert_eq!(new.tenant(), Some("acme"));
     }
 
     #[test]
