@@ -4,7 +4,8 @@
 mod common;
 
 use common::{
-    append, apply, dump, entries, log_id, membership, receive, reference, workload, NODE,
+    append, apply, dump, entries, log_id, membership, receive, reference, snapshotted, workload,
+    NODE,
 };
 use openraft::storage::{RaftLogReader, RaftLogStorage, RaftSnapshotBuilder, RaftStateMachine};
 use tempfile::TempDir;
@@ -188,28 +189,20 @@ async fn snapshot_of_another_store_is_copied_on_install() {
 #[tokio::test(flavor = "multi_thread")]
 async fn corrupt_snapshot_is_refused() {
     let dir = TempDir::new().unwrap();
-    let (_log, mut sm, reader) = idem_store::open(dir.path()).unwrap();
-    apply(&mut sm, entries(1, 1, &workload(4))).await;
-    let snapshot = sm
-        .get_snapshot_builder()
-        .await
-        .build_snapshot()
-        .await
-        .unwrap();
-    let bytes = std::fs::read(snapshot.snapshot.path()).unwrap();
+    let (_log, mut sm, reader, meta, bytes) = snapshotted(dir.path()).await;
     let before = dump(&reader);
     let mut damaged = bytes.clone();
     let middle = damaged.len() / 2;
     damaged[middle] ^= 0x40;
     let received = receive(&sm, &damaged);
-    assert!(sm.install_snapshot(&snapshot.meta, received).await.is_err());
+    assert!(sm.install_snapshot(&meta, received).await.is_err());
     let truncated = &bytes[..bytes.len() - 1];
     let received = receive(&sm, truncated);
-    assert!(sm.install_snapshot(&snapshot.meta, received).await.is_err());
+    assert!(sm.install_snapshot(&meta, received).await.is_err());
     let mut foreign = bytes.clone();
     foreign[..8].copy_from_slice(b"NOTIDEM!");
     let received = receive(&sm, &foreign);
-    assert!(sm.install_snapshot(&snapshot.meta, received).await.is_err());
+    assert!(sm.install_snapshot(&meta, received).await.is_err());
     assert_eq!(dump(&reader), before);
     let current = sm.get_current_snapshot().await.unwrap().unwrap();
     assert_eq!(std::fs::read(current.snapshot.path()).unwrap(), bytes);

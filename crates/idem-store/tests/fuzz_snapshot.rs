@@ -13,10 +13,10 @@ mod common;
 
 use std::io::Write as _;
 
-use common::{apply, dump, entries, receive, workload};
+use common::{apply, dump, entries, receive, snapshotted, workload};
 use idem_store::{BackupFile, BackupOrigin, NodeInfo};
 use idem_testkit::mutation::{mutated, LengthPrefix, Mutation, MutationSpace};
-use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine};
+use openraft::storage::RaftStateMachine;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use sha2::{Digest, Sha256};
@@ -60,15 +60,7 @@ fn runner(cases: u32) -> TestRunner {
 #[tokio::test(flavor = "multi_thread")]
 async fn damaged_snapshots_are_refused_without_a_trace() {
     let dir = TempDir::new().unwrap();
-    let (_log, mut sm, reader) = idem_store::open(dir.path()).unwrap();
-    apply(&mut sm, entries(1, 1, &workload(4))).await;
-    let snapshot = sm
-        .get_snapshot_builder()
-        .await
-        .build_snapshot()
-        .await
-        .unwrap();
-    let original = std::fs::read(snapshot.snapshot.path()).unwrap();
+    let (_log, sm, reader, meta, original) = snapshotted(dir.path()).await;
     let before = dump(&reader);
     let handle = tokio::runtime::Handle::current();
     let sm = std::sync::Mutex::new(sm);
@@ -78,7 +70,7 @@ async fn damaged_snapshots_are_refused_without_a_trace() {
                 let bytes = damage(&original, &mutations, redigest);
                 let mut sm = sm.lock().unwrap();
                 let received = receive(&sm, &bytes);
-                let installed = handle.block_on(sm.install_snapshot(&snapshot.meta, received));
+                let installed = handle.block_on(sm.install_snapshot(&meta, received));
                 if installed.is_err() {
                     prop_assert!(
                         dump(&reader) == before,
@@ -89,7 +81,7 @@ async fn damaged_snapshots_are_refused_without_a_trace() {
                     // digest; put the original back for the next case otherwise.
                     let received = receive(&sm, &original);
                     handle
-                        .block_on(sm.install_snapshot(&snapshot.meta, received))
+                        .block_on(sm.install_snapshot(&meta, received))
                         .unwrap();
                 }
                 Ok(())

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use futures::stream;
 use idem_core::command::{Command, PurgeSubject};
@@ -10,10 +11,11 @@ use idem_core::store::Meta;
 use idem_core::testing::{Harness, BODY_A, BODY_B};
 use idem_core::{AuditEntry, MemoryStore, Record, StateStore, Timestamp};
 use idem_store::{
-    Entry, LogId, LogStore, Request, SnapshotData, StateMachine, StateReader, TypeConfig,
+    Entry, LogId, LogStore, Request, SnapshotData, SnapshotMeta, StateMachine, StateReader,
+    TypeConfig,
 };
 use openraft::entry::RaftEntry;
-use openraft::storage::{IOFlushed, RaftLogStorage, RaftStateMachine};
+use openraft::storage::{IOFlushed, RaftLogStorage, RaftSnapshotBuilder, RaftStateMachine};
 use openraft::type_config::TypeConfigExt;
 use openraft::Membership;
 
@@ -101,6 +103,23 @@ pub async fn append(log: &mut LogStore, entries: Vec<Entry>) {
 pub async fn apply(sm: &mut StateMachine, entries: Vec<Entry>) {
     let items = entries.into_iter().map(|e| Ok((e, None)));
     sm.apply(stream::iter(items)).await.unwrap();
+}
+
+/// A store opened in `dir` with a four-key workload applied, and a snapshot built from it:
+/// its meta and its file's bytes (the starting point of the damaged-snapshot tests).
+pub async fn snapshotted(
+    dir: &Path,
+) -> (LogStore, StateMachine, StateReader, SnapshotMeta, Vec<u8>) {
+    let (log, mut sm, reader) = idem_store::open(dir).unwrap();
+    apply(&mut sm, entries(1, 1, &workload(4))).await;
+    let snapshot = sm
+        .get_snapshot_builder()
+        .await
+        .build_snapshot()
+        .await
+        .unwrap();
+    let bytes = std::fs::read(snapshot.snapshot.path()).unwrap();
+    (log, sm, reader, snapshot.meta, bytes)
 }
 
 /// A snapshot file of `sm`'s store holding `bytes`, as the network receives one.
