@@ -119,6 +119,8 @@ fn sigterm_stops_the_node_gracefully() {
             dir.path().to_str().unwrap(),
             "--api-addr",
             "127.0.0.1:0",
+            "--raft-addr",
+            "127.0.0.1:0",
             "--http-addr",
             "127.0.0.1:0",
             "--log-format",
