@@ -41,6 +41,7 @@ mod snapshot_policy;
 mod state;
 mod state_machine;
 mod types;
+mod verify;
 mod writer;
 
 use std::path::Path;
@@ -73,7 +74,9 @@ pub use types::{
 /// their handles asynchronously after `shutdown`), this waits up to 10 s for it; a
 /// database locked by another process is an error at once.
 pub fn open(dir: &Path) -> Result<(LogStore, StateMachine, StateReader), StoreError> {
+    verify::logs(&db::db_dir(dir))?;
     let db = Arc::new(db::Db::open(&db::db_dir(dir))?);
+    verify::tables(&db)?;
     let snapshots = Arc::new(snapshot::SnapshotStore::open(
         db.clone(),
         snapshot::dir_of(dir),

@@ -79,7 +79,26 @@ impl SnapshotStore {
         let pointer = store.pointer()?;
         store.remove_others(pointer.as_ref().map(|p| p.file.as_str()));
         *store.lock() = pointer;
+        store.check_current()?;
         Ok(store)
+    }
+
+    /// Checks the current snapshot whole (header, frames, count, digest), so that a node
+    /// never sends a damaged one to a follower: a damaged file is an error naming it.
+    fn check_current(&self) -> Result<(), StoreError> {
+        let Some(current) = self.current()? else {
+            return Ok(());
+        };
+        check(&current.snapshot).map_err(|e| {
+            StoreError::corrupt(
+                "snapshot file",
+                format!(
+                    "{}: {e}; the node's data is damaged (replace the node from its peers, \
+                     see docs/guarantees.md)",
+                    current.snapshot.path().display()
+                ),
+            )
+        })
     }
 
     /// Builds a snapshot of the state as of now and makes it current (unless a newer one
