@@ -108,6 +108,10 @@ impl Cf {
 /// snapshot store and the readers.
 pub(crate) struct Db {
     db: DB,
+    /// Test builds only: the write that fails, counted from 1 (0: none), see
+    /// [`Db::fail_write`].
+    #[cfg(test)]
+    failing_write: std::sync::atomic::AtomicU64,
 }
 
 impl Db {
@@ -139,7 +143,11 @@ impl Db {
             db.cf_handle(cf.name())
                 .ok_or(StoreError::MissingColumnFamily(cf.name()))?;
         }
-        Ok(Db { db })
+        Ok(Db {
+            db,
+            #[cfg(test)]
+            failing_write: std::sync::atomic::AtomicU64::new(0),
+        })
     }
 
     /// The RocksDB handle.
@@ -185,6 +193,7 @@ impl Db {
 
     /// Writes `batch` atomically; with `sync`, the WAL is fsynced before returning.
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<(), StoreError> {
+        self.injected_failure()?;
         let mut options = WriteOptions::default();
         options.set_sync(sync);
         Ok(self.db.write_opt(batch, &options)?)
@@ -197,6 +206,7 @@ impl Db {
         &self,
         batch: WriteBatch,
     ) -> Result<Option<WriteBatch>, StoreError> {
+        self.injected_failure()?;
         let copy = WriteBatch::from_data(batch.data());
         let mut options = WriteOptions::default();
         options.set_no_slowdown(true);
@@ -205,6 +215,34 @@ impl Db {
             Err(e) if e.kind() == rocksdb::ErrorKind::Incomplete => Ok(Some(copy)),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Test builds only: the `nth` batch write from now (1: the next) fails before it
+    /// reaches RocksDB, as a disk error below the state machine would fail it.
+    #[cfg(test)]
+    pub(crate) fn fail_write(&self, nth: u64) {
+        self.failing_write
+            .store(nth, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The failure [`Db::fail_write`] asked for, when this write is the one.
+    #[cfg(test)]
+    fn injected_failure(&self) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        match self
+            .failing_write
+            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+        {
+            Ok(1) => Err(std::io::Error::other("injected write failure").into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Production builds inject nothing.
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn injected_failure(&self) -> Result<(), StoreError> {
+        Ok(())
     }
 
     /// Makes every write so far durable.

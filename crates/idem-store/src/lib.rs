@@ -42,6 +42,8 @@ mod state;
 mod state_machine;
 mod types;
 mod verify;
+#[cfg(test)]
+mod write_failure_tests;
 mod writer;
 
 use std::path::Path;
