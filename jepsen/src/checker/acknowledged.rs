@@ -11,7 +11,9 @@
 
 use serde_json::json;
 
-use super::{by_key, observation, CheckInput, Checker, CheckerResult, Observation};
+use super::{
+    by_key, observation, reconciled_result, CheckInput, Checker, CheckerResult, Observation,
+};
 use crate::history::{Operation, Outcome, Value, F};
 
 /// The no-lost-acknowledgement checker.
@@ -28,6 +30,7 @@ fn acknowledged_result(op: &Operation) -> Option<Value> {
         F::Claim if op.outcome == Some(Outcome::Completed) => {
             Some(op.result.clone().unwrap_or(Value::Nil))
         }
+        F::Reconcile => reconciled_result(op),
         _ => None,
     }
 }

@@ -13,6 +13,7 @@ mod fencing;
 mod fingerprint;
 mod linearizable;
 mod outcome;
+mod reconciliation;
 
 use std::collections::BTreeMap;
 
@@ -26,6 +27,7 @@ pub use fencing::Fencing;
 pub use fingerprint::Fingerprint;
 pub use linearizable::{Linearizable, SearchBudget};
 pub use outcome::{CheckerResult, Validity};
+pub use reconciliation::Reconciliation;
 
 /// How many anomalies a checker reports in full (all are counted).
 pub const MAX_REPORTED_ANOMALIES: usize = 10;
@@ -78,6 +80,7 @@ pub fn check_all_with(history: &History, ledger: Option<&Ledger>, options: &Opti
         }),
         Box::new(Fingerprint),
         Box::new(Fencing),
+        Box::new(Reconciliation),
     ];
     let results: BTreeMap<String, CheckerResult> = checkers
         .iter()
@@ -99,6 +102,13 @@ pub(crate) fn by_key(operations: &[Operation]) -> BTreeMap<&str, Vec<&Operation>
         }
     }
     map
+}
+
+/// The result a reconcile stores, when it moves the record to `COMPLETED` (a reconcile to
+/// another state stores none).
+pub(crate) fn reconciled_result(op: &Operation) -> Option<Value> {
+    let completed = op.state.as_deref() == Some("completed");
+    (op.f == F::Reconcile && completed).then(|| op.result.clone().unwrap_or(Value::Nil))
 }
 
 /// What an `:ok` operation saw of a key's completion.

@@ -105,6 +105,9 @@ pub enum F {
     Call,
     /// Read the key's record (`{:key}`; ok value `{:key :state :result}`).
     Read,
+    /// An operator's (or reconciler's) decision on a record whose outcome was unknown
+    /// (`{:key :state :result}`: the state it is moved to, and the result when `:completed`).
+    Reconcile,
     /// Anything else: nemesis operations (`:start-partition`, `:kill`, ...) and foreign `:f`s.
     Other(String),
 }
@@ -117,6 +120,7 @@ impl F {
             "complete" => F::Complete,
             "call" => F::Call,
             "read" => F::Read,
+            "reconcile" => F::Reconcile,
             other => F::Other(other.to_string()),
         }
     }
@@ -128,6 +132,7 @@ impl F {
             F::Complete => "complete",
             F::Call => "call",
             F::Read => "read",
+            F::Reconcile => "reconcile",
             F::Other(s) => s,
         }
     }

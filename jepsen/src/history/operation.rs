@@ -118,6 +118,8 @@ pub struct Operation {
     pub key: Option<String>,
     /// `:body` of a claim (the request the fingerprint is computed from).
     pub body: Option<Value>,
+    /// `:risk` of a claim (`"high"`, ...), when it names one.
+    pub risk: Option<String>,
     /// The fence: returned by a claim, carried by a complete or call.
     pub fence: Option<u64>,
     /// A claim's `:outcome`.
@@ -148,11 +150,12 @@ impl Operation {
             completion_time: None,
             key: v.get_some("key").map(Value::to_ident),
             body: v.get_some("body").cloned(),
+            risk: v.get("risk").and_then(Value::as_name).map(str::to_string),
             fence: v.get("fence").and_then(Value::as_u64),
             outcome: None,
             operation_id: None,
             result: v.get_some("result").cloned(),
-            state: None,
+            state: v.get("state").and_then(Value::as_name).map(str::to_string),
             error: None,
         }
     }
@@ -186,7 +189,10 @@ impl Operation {
         if self.f != F::Complete {
             self.result = v.get_some("result").cloned();
         }
-        self.state = v.get("state").and_then(Value::as_name).map(str::to_string);
+        // A reconcile's state is the one it moves the record to, known from the invocation.
+        if let Some(state) = v.get("state").and_then(Value::as_name) {
+            self.state = Some(state.to_string());
+        }
         self.error = op.error.clone().or_else(|| v.get_some("error").cloned());
     }
 

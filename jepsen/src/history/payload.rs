@@ -11,6 +11,16 @@ pub fn claim(key: &str, body: &str) -> Value {
     Value::map([("key", key.into()), ("body", body.into())])
 }
 
+/// Claim invocation of a record of another risk than the default: `{:key k :body b :risk
+/// :high}` (`risk` as a keyword name, lower case).
+pub fn claim_at_risk(key: &str, body: &str, risk: &str) -> Value {
+    Value::map([
+        ("key", key.into()),
+        ("body", body.into()),
+        ("risk", Value::kw(risk)),
+    ])
+}
+
 /// What a claim returned: `{:key :body :outcome :operation-id :fence :result}`; `fence` only
 /// when owned (acquired or taken over), `result` only when completed.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +66,16 @@ pub fn complete(key: &str, fence: u64, result: Value) -> Value {
 /// External-call record (`CALLING`) invocation: `{:key k :fence f}`.
 pub fn call(key: &str, fence: u64) -> Value {
     Value::map([("key", key.into()), ("fence", fence.into())])
+}
+
+/// Reconcile invocation (and ok value): `{:key k :state s :result r}`, the state the record is
+/// moved to (`:completed`, `:retryable-failure`, ...) and, when completed, its result.
+pub fn reconcile(key: &str, state: &str, result: Option<Value>) -> Value {
+    let mut pairs = vec![("key", Value::from(key)), ("state", Value::kw(state))];
+    if let Some(r) = result {
+        pairs.push(("result", r));
+    }
+    Value::map(pairs)
 }
 
 /// Read invocation: `{:key k}`.

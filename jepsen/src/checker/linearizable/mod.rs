@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{by_key, observation, CheckInput, Checker, CheckerResult, Observation};
+use super::{
+    by_key, observation, reconciled_result, CheckInput, Checker, CheckerResult, Observation,
+};
 use crate::history::{Operation, Status, Value, F};
 use model::{Action, State};
 use search::{search, Limits, SearchOp, Verdict};
@@ -98,6 +100,12 @@ impl<'a> KeyModel<'a> {
                     self.intern(op.result.clone().unwrap_or(Value::Nil)),
                 )),
             };
+        }
+        // A reconcile to COMPLETED writes its result as a complete does; one to another state
+        // leaves the register uncompleted, as it was.
+        if op.f == F::Reconcile {
+            let written = reconciled_result(op).filter(|_| op.status != Status::Fail);
+            return written.map(|v| Action::Write(self.intern(v)));
         }
         Some(Action::Observe(match observation(op)? {
             Observation::Completed(v) => Some(self.intern(v)),
