@@ -21,17 +21,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$( [ -w /var/cache ] && echo /var/cache/idem-target || echo "$PWD/target")}"
 
-# The rotation: "nemeses workload". Every nemesis and workload appears; power losses, kills
-# and pauses hit one node, a majority or every node (drawn from the run's seed).
+# The rotation: "nemeses workload [options]". Every nemesis and workload appears; power
+# losses, kills and pauses hit one node, a majority or every node (drawn from the run's seed).
+# --snapshot-logs 100 (a low snapshot floor) makes the nodes build snapshots all the time and
+# install them on followers that fall behind during partitions and membership changes;
+# --clock-monotonic moves the nodes' monotonic clocks with their wall clocks.
 rotation=(
   "partition,kill register"
-  "power-loss,partition register"
+  "power-loss,partition register --snapshot-logs 100"
   "kill,pause takeover"
-  "clock,partition takeover"
+  "clock,partition takeover --clock-monotonic"
   "power-loss,pause conflict"
-  "membership,kill conflict"
+  "membership,kill conflict --snapshot-logs 100"
   "pause,clock register"
   "power-loss,kill,clock takeover"
+  "bitflip,partition high-risk --snapshot-logs 100"
+  "membership,bitflip,pause high-risk --snapshot-logs 100"
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -63,16 +68,17 @@ passed=0
 failed=0
 for ((i = 0; i < runs; i++)); do
   run_seed=$((seed + i))
-  read -r nemesis workload <<<"${rotation[run_seed % ${#rotation[@]}]}"
+  read -r nemesis workload options <<<"${rotation[run_seed % ${#rotation[@]}]}"
   nemesis="${JEPSEN_NEMESIS:-$nemesis}"
   workload="${JEPSEN_WORKLOAD:-$workload}"
-  echo "jepsen: run $((i + 1))/$runs: seed $run_seed, nemesis $nemesis, workload $workload"
+  read -r -a extra <<<"$options"
+  echo "jepsen: run $((i + 1))/$runs: seed $run_seed, nemesis $nemesis, workload $workload ${options}"
   run_status=0
   # 2 minutes at most per run: the workload, start-up, the final heal and reads, the checks.
   timeout --signal=INT --kill-after=10 110 \
     "$bin/idem-jepsen" test --idemd "$bin/idemd" --idemctl "$bin/idemctl" --nodes "$nodes" \
     --time-limit "$time_limit" --nemesis "$nemesis" --workload "$workload" --seed "$run_seed" \
-    --interval 5s "${security[@]}" || run_status=$?
+    --interval 5s "${security[@]}" "${extra[@]}" || run_status=$?
   if [ "$run_status" -eq 0 ]; then
     passed=$((passed + 1))
     continue

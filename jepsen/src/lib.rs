@@ -10,11 +10,13 @@
 //!
 //! The running half (the `test`, `cluster` and `regions` subcommands):
 //! - [`cluster`]: idemd nodes in network namespaces, region delays, cleanup;
-//! - [`nemesis`]: partitions, kills, pauses, clock skew, membership changes, on a seeded
-//!   schedule;
-//! - [`workload`]: the register, conflict and takeover workloads and their worker protocol;
+//! - [`nemesis`]: partitions, kills, pauses, clock skew, membership changes, power losses,
+//!   bit flips, on a seeded schedule;
+//! - [`workload`]: the register, conflict, takeover and high-risk workloads and their worker
+//!   protocol;
 //! - [`ledger_service`]: the side-effect downstream the workers call;
 //! - [`runner`]: one complete test run;
+//! - [`matrix`]: the summary of many runs (`make jepsen-matrix`);
 //! - [`region_scenario`]: the scripted multi-region scenario (`regions` subcommand): latency
 //!   in global and affinity mode, local replays, concurrent claims, a home region cut off.
 //!
@@ -27,6 +29,7 @@ pub mod history;
 pub mod http;
 pub mod ledger;
 pub mod ledger_service;
+pub mod matrix;
 pub mod nemesis;
 pub mod plot;
 pub mod region_scenario;

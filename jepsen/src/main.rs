@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 use idem_jepsen::checker::SearchBudget;
 use idem_jepsen::cluster::manage::{self, UpOptions};
 use idem_jepsen::cluster::regions::parse_rtts;
+use idem_jepsen::matrix::Matrix;
 use idem_jepsen::region_scenario::{self, error::ScenarioError};
 use idem_jepsen::runner::{self, TestOptions};
 use idem_jepsen::{check_all_with, nemesis, plot, workload, History, Ledger, Options};
@@ -44,6 +45,13 @@ enum Command {
     /// DIR/regions.json. Exit status: 0 every check passed, 1 a check failed, 2 error, 130
     /// interrupted.
     Regions(RegionsArgs),
+    /// Summarize a test matrix run by jepsen/matrix.sh (`make jepsen-matrix`): reads
+    /// DIR/runs.tsv and each run's results.json, writes DIR/summary.json, DIR/summary.md and
+    /// DIR/matrix.png. Exit status: 0 every run valid, 1 otherwise, 2 error.
+    MatrixSummary {
+        /// The matrix directory (jepsen/store/matrix-<time>).
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -79,8 +87,9 @@ struct TestArgs {
     /// Seconds of workload.
     #[arg(long, default_value_t = 60)]
     time_limit: u64,
-    /// Faults: partition, kill, pause, clock, membership, power-loss (comma-separated), all
-    /// or none. power-loss puts each node's data directory on an idem-faultfs mount.
+    /// Faults: partition, kill, pause, clock, membership, power-loss, bitflip
+    /// (comma-separated), all or none. power-loss puts each node's data directory on an
+    /// idem-faultfs mount; bitflip and membership need idemctl and at least 3 nodes.
     #[arg(long, default_value = "partition,kill")]
     nemesis: String,
     /// Seconds between fault starts.
@@ -95,7 +104,7 @@ struct TestArgs {
     /// Largest clock offset of the clock nemesis.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     max_skew: Duration,
-    /// Workload: register, conflict or takeover.
+    /// Workload: register, conflict, takeover or high-risk.
     #[arg(long, default_value = "register")]
     workload: String,
     /// Seed of every random choice (schedule, keys, stalls); default: from the clock.
@@ -139,6 +148,15 @@ struct TestArgs {
     /// idemd log filter.
     #[arg(long, default_value = "info")]
     log_level: String,
+    /// The nodes' snapshot floor (`raft.snapshot_logs`, at least 100): a low one makes
+    /// snapshots be built and installed during partitions and membership changes
+    /// (default: idemd's, 100000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(100..=100_000_000))]
+    snapshot_logs: Option<u64>,
+    /// With the clock nemesis, move each node's monotonic clock (timers, Raft timeouts,
+    /// leases) together with its realtime clock, forwards and backwards.
+    #[arg(long)]
+    clock_monotonic: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -237,6 +255,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test(&args),
         Command::Cluster(command) => cluster(command),
         Command::Regions(args) => regions(&args),
+        Command::MatrixSummary { dir } => matrix_summary(&dir),
     };
     match outcome {
         Ok(code) => code,
@@ -282,6 +301,8 @@ fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
         keep_data: args.keep_data,
         log_level: args.log_level.clone(),
         plaintext: args.plaintext,
+        snapshot_logs: args.snapshot_logs,
+        clock_monotonic: args.clock_monotonic,
     };
     eprintln!("seed {seed}");
     let outcome = runner::run(&options)?;
@@ -302,6 +323,16 @@ fn test(args: &TestArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     Ok(verdict(results.valid))
+}
+
+fn matrix_summary(dir: &Path) -> anyhow::Result<ExitCode> {
+    let matrix = Matrix::read(dir)?;
+    for path in matrix.write(dir)? {
+        eprintln!("wrote {}", path.display());
+    }
+    print!("{}", matrix.markdown());
+    let (_, invalid, other) = matrix.tally();
+    Ok(verdict(invalid + other == 0))
 }
 
 fn regions(args: &RegionsArgs) -> anyhow::Result<ExitCode> {

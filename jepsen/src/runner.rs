@@ -28,7 +28,7 @@ use crate::ledger::Ledger;
 use crate::ledger_service::{LedgerClient, LedgerService};
 use crate::nemesis::membership::Membership;
 use crate::nemesis::{self, Nemesis, Schedule};
-use crate::workload::worker::{final_reads, pooled_client};
+use crate::workload::worker::{client_for, final_reads, pooled_client};
 use crate::workload::{self, KeyPool, Shared, Worker};
 use crate::{check_all, plot, History, Results};
 
@@ -76,6 +76,11 @@ pub struct TestOptions {
     /// Plaintext nodes with authentication off, instead of TLS on both ports and
     /// authentication on (certificates and tokens issued by idemctl).
     pub plaintext: bool,
+    /// `raft.snapshot_logs` of the nodes (a low floor: snapshots built and installed while
+    /// faults are in force); `None`: idemd's default.
+    pub snapshot_logs: Option<u64>,
+    /// The clock nemesis moves the nodes' monotonic clocks with their realtime clocks.
+    pub clock_monotonic: bool,
 }
 
 /// How a run ended.
@@ -99,9 +104,14 @@ struct Collected {
 /// Runs one test.
 pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
     tools::require_root()?;
-    let membership = if options.nemesis.contains(&nemesis::Kind::Membership) {
+    // The bitflip nemesis replaces a node that refuses its damaged data through membership
+    // changes, as an operator would.
+    let changes_members = [nemesis::Kind::Membership, nemesis::Kind::Bitflip]
+        .iter()
+        .any(|k| options.nemesis.contains(k));
+    let membership = if changes_members {
         if options.nodes < 3 {
-            bail!("the membership nemesis needs at least 3 nodes");
+            bail!("the membership and bitflip nemeses need at least 3 nodes");
         }
         Some(Membership::locate(options.idemctl.as_deref())?)
     } else {
@@ -139,7 +149,9 @@ pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
         dir: dir.join("nodes"),
         timings,
         fake_clock,
+        fake_monotonic: options.clock_monotonic,
         fault_disks: options.nemesis.contains(&nemesis::Kind::PowerLoss),
+        snapshot_logs: options.snapshot_logs,
         log_level: options.log_level.clone(),
         security,
     };
@@ -225,6 +237,7 @@ async fn run_body(
         endpoints: endpoints.clone(),
         access: worker_access.clone(),
         pooled: pooled_client(&endpoints, &worker_access)?,
+        admin: client_for(&endpoints, 0, &cluster.admin_access())?,
         concurrency: options.concurrency,
         deadline: start + options.time_limit,
         seed: options.seed,

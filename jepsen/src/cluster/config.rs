@@ -99,6 +99,8 @@ pub struct NodeConfig {
     pub members: Vec<MemberSpec>,
     /// TLS and authentication; `None`: plaintext with authentication off.
     pub security: Option<NodeSecurity>,
+    /// `raft.snapshot_logs` (the snapshot floor); `None`: idemd's default.
+    pub snapshot_logs: Option<u64>,
 }
 
 impl NodeConfig {
@@ -136,6 +138,7 @@ impl NodeConfig {
             timings: timings.clone(),
             members,
             security: None,
+            snapshot_logs: None,
         }
     }
 
@@ -157,6 +160,9 @@ impl NodeConfig {
         let mut raft = toml::Table::new();
         raft.insert("heartbeat_interval".into(), d(self.timings.heartbeat));
         raft.insert("election_timeout".into(), d(self.timings.election));
+        if let Some(logs) = self.snapshot_logs {
+            raft.insert("snapshot_logs".into(), toml::Value::Integer(logs as i64));
+        }
         root.insert("raft".into(), toml::Value::Table(raft));
         self.security_toml(&mut root);
         if !self.members.is_empty() {
@@ -237,6 +243,10 @@ mod tests {
         assert_eq!(parsed["data_dir"].as_str(), Some("/d/n1"));
         assert_eq!(parsed["raft"]["election_timeout"].as_str(), Some("1s"));
         assert!(!parsed.contains_key("cluster"), "{text}");
+        assert!(!parsed["raft"]
+            .as_table()
+            .unwrap()
+            .contains_key("snapshot_logs"));
         assert_eq!(parsed["auth"]["mode"].as_str(), Some("off"), "{text}");
         assert!(!parsed.contains_key("tls"), "{text}");
     }
@@ -274,8 +284,10 @@ mod tests {
     fn cluster_lists_every_initial_member_with_its_region() {
         let t = Topology::new("x", 3);
         let r = Regions::new(3, 3, &[]).unwrap();
-        let c = NodeConfig::for_node(&t, &r, 2, "/d/n2".into(), &Timings::default());
+        let mut c = NodeConfig::for_node(&t, &r, 2, "/d/n2".into(), &Timings::default());
+        c.snapshot_logs = Some(100);
         let parsed: toml::Table = c.to_toml().parse().unwrap();
+        assert_eq!(parsed["raft"]["snapshot_logs"].as_integer(), Some(100));
         assert_eq!(parsed["region"].as_str(), Some("r2"));
         let members = parsed["cluster"]["initial_members"].as_array().unwrap();
         assert_eq!(members.len(), 3);

@@ -61,7 +61,9 @@ pub fn spec(options: &UpOptions) -> anyhow::Result<ClusterSpec> {
         dir: options.dir.canonicalize()?,
         timings,
         fake_clock: options.fake_clock,
+        fake_monotonic: false,
         fault_disks: false,
+        snapshot_logs: None,
         log_level: options.log_level.clone(),
         // A cluster left running serves scripts and the region scenario's raw clients.
         security: SecurityMode::Plaintext,

@@ -72,8 +72,13 @@ pub struct ClusterSpec {
     pub timings: Timings,
     /// Run nodes under libfaketime (needed for clock skew).
     pub fake_clock: bool,
+    /// With `fake_clock`, move the monotonic clock with the realtime clock.
+    pub fake_monotonic: bool,
     /// Put each node's data directory on an idem-faultfs mount (needed for power losses).
     pub fault_disks: bool,
+    /// `raft.snapshot_logs` of every node (a low floor: frequent snapshots); `None`: idemd's
+    /// default.
+    pub snapshot_logs: Option<u64>,
     /// idemd log filter.
     pub log_level: String,
     /// TLS and authentication, or plaintext.
@@ -330,13 +335,15 @@ fn prepare_node(
     let mut config =
         NodeConfig::for_node(topology, &spec.regions, id, dir.join("data"), &spec.timings);
     config.log_level = spec.log_level.clone();
+    config.snapshot_logs = spec.snapshot_logs;
     config.security = security.map(|s| s.node(id));
     let config_path = dir.join("idemd.toml");
     std::fs::write(&config_path, config.to_toml())
         .with_context(|| format!("writing {}", config_path.display()))?;
     let clock = if spec.fake_clock {
         let lib = clock::find_library().context("libfaketime not installed")?;
-        Some(FakeClock::create(&lib, &dir.join("faketime"))?)
+        let clock = FakeClock::create(&lib, &dir.join("faketime"))?;
+        Some(clock.with_monotonic(spec.fake_monotonic))
     } else {
         None
     };

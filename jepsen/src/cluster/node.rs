@@ -32,6 +32,7 @@ pub struct NodeProcess {
     child: Option<Child>,
     paused: bool,
     disk: Option<FaultDisk>,
+    join: bool,
 }
 
 impl NodeProcess {
@@ -54,6 +55,7 @@ impl NodeProcess {
             child: None,
             paused: false,
             disk: None,
+            join: false,
         }
     }
 
@@ -74,6 +76,13 @@ impl NodeProcess {
         }
         self.kill()?;
         self.disk.as_ref().map_or(Ok(0), FaultDisk::power_loss)
+    }
+
+    /// From the next start on, start with `--join`: on an empty data directory the node waits
+    /// to be added (`idemctl member add`) instead of initializing a group from its config's
+    /// initial members (a node replaced after its data was lost).
+    pub fn set_join(&mut self, join: bool) {
+        self.join = join;
     }
 
     /// The node's fake clock, when it runs under libfaketime.
@@ -101,6 +110,7 @@ impl NodeProcess {
             .arg(&self.idemd)
             .arg("--config")
             .arg(&self.config)
+            .args(self.join.then_some("--join"))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);

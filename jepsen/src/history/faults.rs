@@ -4,9 +4,9 @@
 //! matching ending one: `:start-X` to `:stop-X`, `:kill` to `:start`/`:restart`, `:pause` to
 //! `:resume`, a clock fault (`:clock-skew`, `:bump-clock`, `:strobe-clock`, `:skew-clock`) to
 //! `:reset-clock` (or `:clock-reset`), `:remove-node` to `:add-node`, `:power-loss` to
-//! `:power-on`. A window still open at
-//! the end of the history lasts to its end. Any other nemesis `:f` (`:membership`, `:leave`,
-//! ...) is a point event. Jepsen logs a nemesis operation twice (invocation and completion,
+//! `:power-on`, `:bitflip` to `:bitflip-restart`. A window still open at the end of the
+//! history lasts to its end. Any other nemesis `:f` (`:membership`, `:leave`, ...) is a
+//! point event. Jepsen logs a nemesis operation twice (invocation and completion,
 //! both `:info`); a repeat of the previous nemesis entry's `:f` is folded into the same window
 //! or event.
 
@@ -56,6 +56,8 @@ fn role(f: &str) -> Role {
         "add-node" => Role::End("membership".into()),
         "power-loss" => Role::Start("power-loss".into()),
         "power-on" => Role::End("power-loss".into()),
+        "bitflip" => Role::Start("bitflip".into()),
+        "bitflip-restart" => Role::End("bitflip".into()),
         "partition" => Role::Start("partition".into()),
         "heal" => Role::End("partition".into()),
         _ => Role::Point,

@@ -4,7 +4,7 @@
 //! and when it is healed, with the `:f` names the analysis pairs into fault windows:
 //! `:start-partition`/`:stop-partition`, `:kill`/`:start`, `:pause`/`:resume`,
 //! `:clock-skew`/`:bump-clock`/`:strobe-clock` to `:clock-reset`, `:remove-node`/`:add-node`,
-//! `:power-loss`/`:power-on`. [`Nemesis::heal_all`] undoes
+//! `:power-loss`/`:power-on`, `:bitflip`/`:bitflip-restart`. [`Nemesis::heal_all`] undoes
 //! every kind of fault on every node whatever the bookkeeping says, so it is safe after the
 //! schedule was interrupted halfway through a step.
 
@@ -18,7 +18,8 @@ use idem_client::Client;
 use super::clock::Strobe;
 use super::membership::Membership;
 use super::partition;
-use super::{clock, kill, pause, power_loss, ClockMode, Fault, Planned, Schedule};
+use super::Target;
+use super::{bitflip, clock, kill, pause, power_loss, ClockMode, Fault, Planned, Schedule};
 use crate::cluster::{health, Cluster};
 use crate::history::{Recorder, Value};
 use idem_testkit::Rng;
@@ -33,6 +34,7 @@ enum Active {
     Strobing(Strobe),
     Removed(usize),
     PoweredOff(Vec<usize>),
+    Flipped(bitflip::Damage),
 }
 
 /// The fault injector of a test run.
@@ -89,6 +91,20 @@ impl Nemesis {
     }
 
     async fn start(&self, index: usize, planned: &Planned) {
+        // The plan keeps a kind from overlapping itself by planned times; a node replaced
+        // after a bit flip may take longer than planned, and a second flip meanwhile would
+        // damage two nodes at once (or the one being replaced).
+        let flipping = self
+            .lock()
+            .values()
+            .any(|a| matches!(a, Active::Flipped(_)));
+        if flipping && matches!(planned.fault, Fault::Bitflip(_)) {
+            eprintln!(
+                "nemesis: {}: skipped, the previous bit flip is still being healed",
+                planned.fault
+            );
+            return;
+        }
         let mut rng = Rng::new(planned.seed);
         let live = self.cluster.live_nodes();
         let leader = health::leader(&self.admin, &self.cluster.topology, &live).await;
@@ -130,9 +146,9 @@ impl Nemesis {
         })
         .await;
         match result {
-            Ok(Ok(f)) => {
+            Ok(Ok(description)) => {
                 self.lock().remove(&index);
-                self.log(f, describe_active(&active));
+                self.log(end_f(&active), description);
             }
             Ok(Err(e)) => {
                 eprintln!("nemesis: healing {active:?} failed (retried at the end): {e:#}")
@@ -158,6 +174,13 @@ impl Nemesis {
                 _ => None,
             })
             .collect();
+        let flipped: Vec<usize> = open
+            .iter()
+            .filter_map(|a| match a {
+                Active::Flipped(damage) => Some(damage.node),
+                _ => None,
+            })
+            .collect();
         for active in &open {
             if let Active::Strobing(strobe) = active {
                 strobe.stop();
@@ -165,22 +188,34 @@ impl Nemesis {
         }
         let result = tokio::task::spawn_blocking(move || {
             heal_everything(&cluster)?;
-            for node in removed {
-                if let Some(m) = membership.as_deref() {
+            let mut recoveries = BTreeMap::new();
+            if let Some(m) = membership.as_deref() {
+                for node in removed {
                     m.add(&cluster, node)?;
                 }
+                // heal_everything restarted the damaged nodes; replace those that refused.
+                for node in flipped {
+                    recoveries.insert(node, bitflip::restart_or_replace(&cluster, m, node)?);
+                }
             }
-            anyhow::Ok(())
+            anyhow::Ok(recoveries)
         })
         .await;
-        if let Ok(Err(e)) | Err(e) = result.map_err(anyhow::Error::from) {
-            eprintln!("nemesis: final heal: {e:#}");
-        }
+        let recoveries = match result.map_err(anyhow::Error::from) {
+            Ok(Ok(recoveries)) => recoveries,
+            Ok(Err(e)) | Err(e) => {
+                eprintln!("nemesis: final heal: {e:#}");
+                BTreeMap::new()
+            }
+        };
         for active in open {
-            self.log(
-                end_f(&active),
-                format!("final heal: {}", describe_active(&active)),
-            );
+            let mut description = describe_active(&active);
+            if let Active::Flipped(damage) = &active {
+                if let Some(recovery) = recoveries.get(&damage.node) {
+                    description = format!("{description}: {recovery}");
+                }
+            }
+            self.log(end_f(&active), format!("final heal: {description}"));
         }
     }
 }
@@ -201,7 +236,11 @@ fn apply(
     let cluster = ctx.cluster;
     let needs_live = matches!(
         fault,
-        Fault::Kill(_) | Fault::Pause(_) | Fault::Membership(_) | Fault::PowerLoss(_)
+        Fault::Kill(_)
+            | Fault::Pause(_)
+            | Fault::Membership(_)
+            | Fault::PowerLoss(_)
+            | Fault::Bitflip(_)
     );
     if needs_live && live.is_empty() {
         anyhow::bail!("no live node to act on (all killed or paused); skipped");
@@ -242,6 +281,12 @@ fn apply(
                 "power-loss",
                 power_loss::describe(&dropped),
             ))
+        }
+        Fault::Bitflip(kind) => {
+            let node = Target::One.pick(rng, live, leader)[0];
+            let damage = bitflip::corrupt(cluster, node, *kind, rng)?;
+            let description = damage.to_string();
+            Ok((Active::Flipped(damage), "bitflip", description))
         }
     }
 }
@@ -285,7 +330,8 @@ fn describe_skews(skews: &[(usize, i64)]) -> String {
         .join(", ")
 }
 
-fn undo_fault(ctx: &Ctx<'_>, active: &Active) -> anyhow::Result<&'static str> {
+/// Undoes a fault; returns the description of its end entry.
+fn undo_fault(ctx: &Ctx<'_>, active: &Active) -> anyhow::Result<String> {
     let cluster = ctx.cluster;
     match active {
         Active::Partition => partition::heal(cluster)?,
@@ -301,8 +347,13 @@ fn undo_fault(ctx: &Ctx<'_>, active: &Active) -> anyhow::Result<&'static str> {
             .membership
             .context("membership nemesis without idemctl")?
             .add(cluster, *node)?,
+        Active::Flipped(damage) => {
+            let membership = ctx.membership.context("bitflip nemesis without idemctl")?;
+            let recovery = bitflip::restart_or_replace(cluster, membership, damage.node)?;
+            return Ok(format!("n{}: {recovery}", damage.node));
+        }
     }
-    Ok(end_f(active))
+    Ok(describe_active(active))
 }
 
 fn heal_everything(cluster: &Cluster) -> anyhow::Result<()> {
@@ -323,6 +374,7 @@ fn end_f(active: &Active) -> &'static str {
         Active::Skewed(_) | Active::Strobing(_) => "clock-reset",
         Active::Removed(_) => "add-node",
         Active::PoweredOff(_) => "power-on",
+        Active::Flipped(_) => "bitflip-restart",
     }
 }
 
@@ -334,6 +386,7 @@ fn describe_active(active: &Active) -> String {
         }
         Active::Strobing(strobe) => names(&strobe.nodes()),
         Active::Removed(n) => names(&[*n]),
+        Active::Flipped(damage) => names(&[damage.node]),
     }
 }
 

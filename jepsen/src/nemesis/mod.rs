@@ -13,12 +13,15 @@
 //! - [`clock`]: move nodes' realtime clocks through libfaketime — fixed skews, one large
 //!   bump, or a strobe flipping back and forth — reset at heal;
 //! - [`membership`]: remove a node from the Raft group and add it back (through idemctl);
+//! - [`bitflip`]: kill one node, flip bits in one of its files (WAL, table, manifest,
+//!   snapshot), restart it at heal, and replace it with an empty member if it refuses its data;
 //! - [`schedule`]: the seeded plan (every interval one fault, healed 2–6 s later);
 //! - [`driver`]: runs the plan against the cluster and records every step in the history.
 //!
 //! Faults of different kinds may overlap (a kill during a partition); a kind never overlaps
 //! itself, so each heal undoes exactly one fault.
 
+pub mod bitflip;
 pub mod clock;
 pub mod driver;
 pub mod kill;
@@ -52,17 +55,20 @@ pub enum Kind {
     Membership,
     /// kill -9 and loss of every unsynced write, then restart.
     PowerLoss,
+    /// Bits flipped in a stopped node's file, then restart (or replacement).
+    Bitflip,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Partition,
         Kind::Kill,
         Kind::Pause,
         Kind::Clock,
         Kind::Membership,
         Kind::PowerLoss,
+        Kind::Bitflip,
     ];
 
     /// The command-line name.
@@ -74,6 +80,7 @@ impl Kind {
             Kind::Clock => "clock",
             Kind::Membership => "membership",
             Kind::PowerLoss => "power-loss",
+            Kind::Bitflip => "bitflip",
         }
     }
 
@@ -87,7 +94,7 @@ impl Kind {
                 _ => match Kind::ALL.iter().find(|k| k.name() == word) {
                     Some(k) => kinds.push(*k),
                     None => bail!(
-                        "unknown nemesis {word:?}; expected partition, kill, pause, clock, membership, power-loss, all or none"
+                        "unknown nemesis {word:?}; expected partition, kill, pause, clock, membership, power-loss, bitflip, all or none"
                     ),
                 },
             }
@@ -197,6 +204,8 @@ pub enum Fault {
     Membership(Target),
     /// kill -9 of the target nodes and loss of their unsynced writes, restarted at heal.
     PowerLoss(Target),
+    /// One node killed and a file of this kind damaged, restarted (or replaced) at heal.
+    Bitflip(bitflip::FileKind),
 }
 
 impl Fault {
@@ -209,6 +218,7 @@ impl Fault {
             Fault::Clock { .. } => Kind::Clock,
             Fault::Membership(_) => Kind::Membership,
             Fault::PowerLoss(_) => Kind::PowerLoss,
+            Fault::Bitflip(_) => Kind::Bitflip,
         }
     }
 
@@ -252,6 +262,11 @@ impl Fault {
                 rng,
                 &[Target::One, Target::Majority, Target::All],
             ))),
+            // A node must be able to rebuild from its peers: never with a single node.
+            Kind::Bitflip => (nodes >= 3).then(|| {
+                let kinds = bitflip::FileKind::ALL;
+                Fault::Bitflip(kinds[rng.index(kinds.len())])
+            }),
         }
     }
 }
@@ -267,6 +282,7 @@ impl fmt::Display for Fault {
             }
             Fault::Membership(t) => write!(f, "membership {}", t.name()),
             Fault::PowerLoss(t) => write!(f, "power-loss {}", t.name()),
+            Fault::Bitflip(kind) => write!(f, "bitflip {}", kind.name()),
         }
     }
 }
@@ -282,7 +298,11 @@ mod tests {
             [Kind::Partition, Kind::Kill]
         );
         assert_eq!(Kind::parse_list("none").unwrap(), []);
-        assert_eq!(Kind::parse_list("all").unwrap().len(), 6);
+        assert_eq!(Kind::parse_list("all").unwrap().len(), 7);
+        assert_eq!(
+            Kind::parse_list("bitflip,kill").unwrap(),
+            [Kind::Kill, Kind::Bitflip]
+        );
         assert_eq!(
             Kind::parse_list("power-loss,clock,pause").unwrap(),
             [Kind::Pause, Kind::Clock, Kind::PowerLoss]

@@ -40,6 +40,7 @@ pub fn fault_color(kind: &str) -> RGBColor {
         "partition" => RGBColor(0x70, 0x70, 0x70),
         "kill" => RGBColor(0xE4, 0x1A, 0x1C),
         "power-loss" => RGBColor(0x8B, 0x00, 0x00),
+        "bitflip" => RGBColor(0x8C, 0x51, 0x0A),
         "pause" => RGBColor(0xFF, 0xC0, 0x00),
         k if k.contains("clock") => RGBColor(0x98, 0x4E, 0xA3),
         _ => RGBColor(0x37, 0x7E, 0xB8),

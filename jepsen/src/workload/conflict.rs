@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use idem_core::Risk;
+
 use super::Behaviour;
 
 /// Conflict: two bodies per key.
@@ -16,5 +18,7 @@ pub fn behaviour() -> Behaviour {
         bodies: 2,
         stall_chance: 0.0,
         read_chance: 0.2,
+        risk: Risk::Normal,
+        die_after_call_chance: 0.0,
     }
 }

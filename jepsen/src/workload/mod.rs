@@ -1,6 +1,6 @@
 //! Workloads: what the clients do while the nemesis works.
 //!
-//! All three run the same worker protocol ([`worker`]) — claim, record `CALLING` with the
+//! All four run the same worker protocol ([`worker`]) — claim, record `CALLING` with the
 //! fence, ask the ledger first when taking over from a `CALLING` holder, execute on the
 //! ledger, complete with the fence — and differ in what they stress:
 //!
@@ -10,9 +10,12 @@
 //!   never accepted, and never start a second execution;
 //! - [`takeover`]: workers stall past their (short) lease and come back late; the next
 //!   claimant takes over with a higher fence, and the late worker's writes must be refused as
-//!   stale.
+//!   stale;
+//! - [`high_risk`]: HIGH-risk claims with long leases whose owners die after `CALLING`; the
+//!   record must wait in `NEEDS_RECONCILIATION` until a reconcile, never be retried silently.
 
 pub mod conflict;
+pub mod high_risk;
 pub mod keys;
 pub mod register;
 pub mod store;
@@ -22,6 +25,7 @@ pub mod worker;
 use std::time::Duration;
 
 use anyhow::bail;
+use idem_core::Risk;
 
 use idem_testkit::Rng;
 
@@ -38,17 +42,27 @@ pub enum Kind {
     Conflict,
     /// Stalled workers and takeovers.
     Takeover,
+    /// HIGH-risk claims, owners dying mid-call, reconciliation.
+    HighRisk,
 }
 
 impl Kind {
-    /// Parses `register`, `conflict` or `takeover`.
+    /// Every workload.
+    pub const ALL: [Kind; 4] = [
+        Kind::Register,
+        Kind::Conflict,
+        Kind::Takeover,
+        Kind::HighRisk,
+    ];
+
+    /// Parses `register`, `conflict`, `takeover` or `high-risk`.
     pub fn parse(text: &str) -> anyhow::Result<Kind> {
-        Ok(match text {
-            "register" => Kind::Register,
-            "conflict" => Kind::Conflict,
-            "takeover" => Kind::Takeover,
-            other => bail!("unknown workload {other:?}; expected register, conflict or takeover"),
-        })
+        match Kind::ALL.iter().find(|k| k.name() == text) {
+            Some(kind) => Ok(*kind),
+            None => bail!(
+                "unknown workload {text:?}; expected register, conflict, takeover or high-risk"
+            ),
+        }
     }
 
     /// The command-line name.
@@ -57,6 +71,7 @@ impl Kind {
             Kind::Register => "register",
             Kind::Conflict => "conflict",
             Kind::Takeover => "takeover",
+            Kind::HighRisk => "high-risk",
         }
     }
 
@@ -66,6 +81,7 @@ impl Kind {
             Kind::Register => register::behaviour(),
             Kind::Conflict => conflict::behaviour(),
             Kind::Takeover => takeover::behaviour(),
+            Kind::HighRisk => high_risk::behaviour(),
         }
     }
 }
@@ -90,6 +106,11 @@ pub struct Behaviour {
     pub stall_chance: f64,
     /// Chance of a read after a claim that did not grant ownership.
     pub read_chance: f64,
+    /// Risk of every claim.
+    pub risk: Risk,
+    /// Chance that an owner dies right after recording `CALLING` (executing on the ledger
+    /// first half of the time) and never completes.
+    pub die_after_call_chance: f64,
 }
 
 impl Behaviour {
@@ -133,6 +154,10 @@ mod tests {
         assert!(!stalls.is_empty());
         assert!(stalls.iter().all(|(_, d)| *d > takeover.lease));
         assert_eq!(Kind::parse("takeover").unwrap(), Kind::Takeover);
+        assert_eq!(Kind::parse("high-risk").unwrap(), Kind::HighRisk);
+        let high = Kind::HighRisk.behaviour();
+        assert_eq!(high.risk, Risk::High);
+        assert!(high.lease > takeover.lease && high.die_after_call_chance > 0.0);
         assert!(Kind::parse("bank").is_err());
     }
 }

@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use idem_core::Risk;
+
 use super::Behaviour;
 
 /// Register: one body per key, no deliberate stalls, a 3 s lease.
@@ -17,5 +19,7 @@ pub fn behaviour() -> Behaviour {
         bodies: 1,
         stall_chance: 0.0,
         read_chance: 0.2,
+        risk: Risk::Normal,
+        die_after_call_chance: 0.0,
     }
 }

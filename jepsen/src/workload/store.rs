@@ -18,9 +18,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem_client::{Claim, ClaimOutcome, ClaimRequest, Client, ClientError};
+use idem_client::{
+    Claim, ClaimOutcome, ClaimRequest, Client, ClientError, ReconcileTarget, Reconciliation,
+};
 use idem_core::fingerprint::CanonicalRequest;
-use idem_core::{IdempotencyKey, RecordKey, Scope, State, StoredResult};
+use idem_core::{IdempotencyKey, Record, RecordKey, Risk, Scope, State, StoredResult};
 
 use crate::history::{payload, Outcome, Recorder, Value, F};
 
@@ -136,20 +138,25 @@ impl Store {
         result
     }
 
-    /// Claims `key` for a request with `body`, asking for `lease`.
+    /// Claims `key` for a request with `body`, asking for `lease` and `risk`.
     pub async fn claim(
         &self,
         process: u64,
         key: &str,
         body: &str,
-        lease: Duration,
+        (lease, risk): (Duration, Risk),
     ) -> Completion<Claim> {
-        let value = payload::claim(key, body);
+        let value = match risk {
+            Risk::Normal => payload::claim(key, body),
+            other => payload::claim_at_risk(key, body, &other.name().to_ascii_lowercase()),
+        };
         let invoke = self.recorder.invoke(process, F::Claim, value.clone());
         let request = self.target(key).and_then(|t| {
             let canonical = CanonicalRequest::new("POST", "/v1/effects")?
                 .with_json_body(format!(r#"{{"body":"{body}"}}"#));
-            Ok(ClaimRequest::for_request(t, &canonical, 1)?.lease(lease))
+            Ok(ClaimRequest::for_request(t, &canonical, 1)?
+                .lease(lease)
+                .risk(risk))
         });
         let request = match request {
             Ok(r) => r,
@@ -213,6 +220,46 @@ impl Store {
             return self.end(&invoke, value, Completion::Fail("INVALID_KEY".into()));
         };
         match self.client.complete(&target, fence, &result).await {
+            Ok(_) => {
+                self.recorder.ok(&invoke, value);
+                Completion::Ok(())
+            }
+            Err(e) => self.end(&invoke, value, classify(&e)),
+        }
+    }
+
+    /// The record of `key`, read through `admin` (not an operation of the history: what an
+    /// operator looks at before deciding); `None` when it cannot be read.
+    pub async fn record(&self, admin: &Client, key: &str) -> Option<Record> {
+        let target = self.target(key).ok()?;
+        admin.get(&target).await.ok().map(|lookup| lookup.record)
+    }
+
+    /// Reconciles `record` through `admin` (version-checked): to `COMPLETED` with
+    /// `resource_id` when the downstream executed it, else to `RETRYABLE_FAILURE`.
+    pub async fn reconcile(
+        &self,
+        admin: &Client,
+        process: u64,
+        record: &Record,
+        executed: Option<&str>,
+    ) -> Completion<()> {
+        let key = record.key.key.as_str();
+        let target = match executed {
+            Some(resource_id) => ReconcileTarget::Completed(stored_result(resource_id)),
+            None => ReconcileTarget::RetryableFailure(None),
+        };
+        let result = executed.map(|r| result_value(&stored_result(r)));
+        let value = payload::reconcile(key, &state_name(target.state()), result);
+        let invoke = self.recorder.invoke(process, F::Reconcile, value.clone());
+        let decision = Reconciliation {
+            operation_id: record.operation_id,
+            expected_version: record.version,
+            target,
+            reason: "jepsen high-risk workload: ledger checked".into(),
+            operator: format!("jepsen-p{process}"),
+        };
+        match admin.reconcile(&decision).await {
             Ok(_) => {
                 self.recorder.ok(&invoke, value);
                 Completion::Ok(())

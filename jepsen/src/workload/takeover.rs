@@ -9,6 +9,8 @@
 
 use std::time::Duration;
 
+use idem_core::Risk;
+
 use super::Behaviour;
 
 /// Takeover: a short lease and frequent stalls past it.
@@ -18,5 +20,7 @@ pub fn behaviour() -> Behaviour {
         bodies: 1,
         stall_chance: 0.33,
         read_chance: 0.2,
+        risk: Risk::Normal,
+        die_after_call_chance: 0.0,
     }
 }

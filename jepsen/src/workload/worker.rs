@@ -10,8 +10,12 @@
 //!                  │                                    v
 //!                  │                       complete(key, fence, result)
 //!                  ├── IN_PROGRESS: back off briefly
+//!                  ├── NEEDS_RECONCILIATION: ask the ledger, reconcile (as an operator)
 //!                  └── COMPLETED / FAILED / mismatch: maybe read the key
 //! ```
+//!
+//! In the high-risk workload an owner may die right after `CALLING` (before or after
+//! executing): it retires without completing, and its record waits for a reconcile.
 //!
 //! As in Jepsen, a process whose operation ended `:info` (outcome unknown) is considered
 //! crashed: the worker abandons the attempt and continues as a new process number (its old
@@ -22,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idem_client::{ClaimOutcome, Client, ClientOptions, Coalescing, RetryPolicy};
-use idem_core::Stage;
+use idem_core::{Stage, State};
 
 use super::store::{Completion, Store};
 use super::{Behaviour, KeyPool, StallPoint};
@@ -47,6 +51,8 @@ pub struct Shared {
     pub access: Access,
     /// The client every even-numbered worker uses (see [`worker_client`]).
     pub pooled: Client,
+    /// An administrator's client (reconciles, with the admin token on a secure cluster).
+    pub admin: Client,
     /// Number of workers (the step between a worker's process numbers).
     pub concurrency: u64,
     /// No attempt starts after this instant.
@@ -168,8 +174,8 @@ impl Worker {
 
     async fn attempt(&mut self, key: &str) -> Next {
         let body = self.shared.behaviour.body(&mut self.rng);
-        let lease = self.shared.behaviour.lease;
-        let claim = match self.store.claim(self.process, key, &body, lease).await {
+        let policy = (self.shared.behaviour.lease, self.shared.behaviour.risk);
+        let claim = match self.store.claim(self.process, key, &body, policy).await {
             Completion::Ok(claim) => claim,
             Completion::Fail(_) => return Next::Backoff,
             Completion::Info(_) => return Next::Retire,
@@ -190,6 +196,7 @@ impl Worker {
                 tokio::time::sleep(wait).await;
                 Next::Continue
             }
+            ClaimOutcome::NeedsReconciliation => self.reconcile(key).await,
             _ => self.maybe_read(key).await,
         }
     }
@@ -200,6 +207,36 @@ impl Worker {
         }
         match self.store.read(self.process, key).await {
             Completion::Ok(_) => Next::Continue,
+            Completion::Fail(_) => Next::Backoff,
+            Completion::Info(_) => Next::Retire,
+        }
+    }
+
+    /// An operator's answer to `NEEDS_RECONCILIATION`: ask the ledger whether the operation
+    /// executed, then settle the record (version-checked: of concurrent reconcilers, one wins).
+    async fn reconcile(&mut self, key: &str) -> Next {
+        let Some(record) = self.store.record(&self.shared.admin, key).await else {
+            return Next::Backoff;
+        };
+        if record.state != State::NeedsReconciliation {
+            return Next::Continue;
+        }
+        let operation_id = record.operation_id.to_string();
+        let executed = match self.shared.ledger.executed(&operation_id).await {
+            Ok(executed) => executed,
+            Err(e) => {
+                eprintln!("worker {}: ledger query failed: {e:#}", self.index);
+                return Next::Backoff;
+            }
+        };
+        let reference = executed.then(|| format!("ledger-{operation_id}"));
+        let admin = &self.shared.admin;
+        match self
+            .store
+            .reconcile(admin, self.process, &record, reference.as_deref())
+            .await
+        {
+            Completion::Ok(()) => Next::Continue,
             Completion::Fail(_) => Next::Backoff,
             Completion::Info(_) => Next::Retire,
         }
@@ -219,6 +256,9 @@ impl Worker {
             Completion::Ok(()) => {}
             Completion::Fail(_) => return Next::Backoff,
             Completion::Info(_) => return Next::Retire,
+        }
+        if self.rng.chance(self.shared.behaviour.die_after_call_chance) {
+            return self.die_mid_call(key, operation_id, fence).await;
         }
         let already = match taken_over {
             Some(true) => match self.shared.ledger.executed(operation_id).await {
@@ -253,6 +293,21 @@ impl Worker {
             Completion::Fail(_) => Next::Backoff,
             Completion::Info(_) => Next::Retire,
         }
+    }
+
+    /// The owner dies after `CALLING`: half the time after the downstream executed, half the
+    /// time before; either way it never completes, and its process is retired.
+    async fn die_mid_call(&mut self, key: &str, operation_id: &str, fence: u64) -> Next {
+        if self.rng.chance(0.5) {
+            let ledger = &self.shared.ledger;
+            if let Err(e) = ledger
+                .execute(key, operation_id, Some(fence), self.process)
+                .await
+            {
+                eprintln!("worker {}: ledger call failed: {e:#}", self.index);
+            }
+        }
+        Next::Retire
     }
 
     async fn stall_at(&self, stall: Option<(StallPoint, Duration)>, here: StallPoint) {
