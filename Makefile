@@ -8,7 +8,7 @@ CARGO_TARGET_DIR ?= $(shell [ -w /var/cache ] && echo /var/cache/idem-target || 
 export CARGO_TARGET_DIR
 CARGO ?= cargo
 
-.PHONY: verify bootstrap fmt-check clippy test jepsen fmt run bench help
+.PHONY: verify bootstrap fmt-check clippy test jepsen jepsen-matrix fmt run bench help
 
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -29,6 +29,9 @@ test: bootstrap ## Run every test of the workspace.
 
 jepsen: bootstrap ## A short fault-injection rotation: 2 runs of 30 s, nemeses and workload drawn from a printed seed (JEPSEN_SEED=S JEPSEN_RUNS=1 reruns one), < 4 min; needs root.
 	jepsen/ci.sh
+
+jepsen-matrix: bootstrap ## Every nemesis (alone and all together) × workload × {3, 5} nodes × 3 seeds, 60 s each (~4 h; narrow with JEPSEN_MATRIX_NEMESES/_WORKLOADS/_NODES/_SEEDS/_TIME_LIMIT): summary.md, summary.json, matrix.png under jepsen/store/matrix-<time>/; needs root.
+	jepsen/matrix.sh
 
 regions: bootstrap ## The multi-region scenario (5 nodes, 3 emulated regions; figures and checks, ~1 min; needs root).
 	jepsen/regions.sh
