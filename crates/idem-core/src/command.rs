@@ -213,6 +213,12 @@ pub enum ReconcileTarget {
     RetryableFailure(ErrorSummary),
     /// It did not happen and must not be retried.
     TerminalFailure(ErrorSummary),
+    /// It did not happen (the downstream says so) and the key is closed for good: nothing
+    /// irreversible happened, which is what CANCELLED promises. Only for a record whose
+    /// outcome was unknown (NEEDS_RECONCILIATION, or stage CALLING), never after
+    /// REMOTE_CONFIRMED. Last variant on purpose: a node of entry version 1 cannot decode
+    /// it and refuses it (it is an entry of version 2).
+    Cancelled,
 }
 
 /// Admin repair of a record.
@@ -379,6 +385,7 @@ impl Reconcile {
             ReconcileTarget::RetryableFailure(error) | ReconcileTarget::TerminalFailure(error) => {
                 error.validate()
             }
+            ReconcileTarget::Cancelled => Ok(()),
         }
     }
 }

@@ -62,6 +62,10 @@ fn decide(ctx: &mut Ctx, reconcile: &Reconcile, old: Record) -> Result<Outcome, 
             record.error = Some(error.clone());
             record.finish(State::TerminalFailure, now);
         }
+        ReconcileTarget::Cancelled => {
+            cancellable(&old)?;
+            record.finish(State::Cancelled, now);
+        }
     }
     let action = AuditAction::ReconcileRecord {
         tenant: record.key.scope.tenant().to_owned(),
@@ -73,6 +77,24 @@ fn decide(ctx: &mut Ctx, reconcile: &Reconcile, old: Record) -> Result<Outcome, 
     audit(ctx, &reconcile.admin, &reconcile.reason, action);
     ctx.writes.put_record(Some(&old), record.clone());
     Ok(Outcome::Record(record))
+}
+
+/// Whether an operator may cancel `record`: CANCELLED promises that nothing irreversible
+/// happened. A record at NOT_CALLED is cancelled by its holder (or sent back to
+/// RETRYABLE_FAILURE), so reconcile cancels only records whose outcome was unknown: stage
+/// CALLING, or NEEDS_RECONCILIATION, where the operator's "the downstream has no trace of
+/// it" is the missing evidence. A confirmed or stored result contradicts that answer.
+fn cancellable(record: &Record) -> Result<(), Rejection> {
+    match record.stage {
+        Stage::RemoteConfirmed | Stage::LocalDone => Err(Rejection::IrreversibleStage {
+            stage: record.stage,
+        }),
+        Stage::Calling => Ok(()),
+        Stage::NotCalled if record.state == State::NeedsReconciliation => Ok(()),
+        Stage::NotCalled => Err(Rejection::WrongState {
+            state: record.state,
+        }),
+    }
 }
 
 pub(crate) fn purge_subject<S: StateStore + ?Sized>(

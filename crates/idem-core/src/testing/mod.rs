@@ -45,6 +45,7 @@ macro_rules! state_store_suite {
             expire_deletes_only_terminal_past_retention,
             expire_is_bounded_and_oldest_first,
             reconcile_is_version_checked_and_audited,
+            reconcile_cancels_only_unknown_outcomes,
             purge_scrubs_subject_and_keeps_tombstone,
             purge_resumes_from_cursor,
             external_call_ledger_moves_forward,

@@ -11,7 +11,7 @@ use crate::command::{Claim, Command, Expire, PurgeSubject, Reconcile, ReconcileT
 use crate::fingerprint::Fingerprint;
 use crate::outcome::{ClaimKind, Outcome};
 use crate::policy::Risk;
-use crate::record::{Stage, State, StoredResult};
+use crate::record::{Record, Stage, State, StoredResult};
 use crate::store::{Overlay, StateStore};
 use crate::time::Timestamp;
 
@@ -534,6 +534,76 @@ pub fn reconcile_is_version_checked_and_audited<S: StateStore>(store: S) {
         "STALE_FENCE",
     );
     assert_eq!(h.store.audit(0, 10).unwrap().len(), 2);
+}
+
+/// Reconcile to CANCELLED settles only an unknown outcome (NEEDS_RECONCILIATION, or stage
+/// CALLING): CANCELLED promises nothing irreversible happened, which a confirmed call
+/// contradicts and which a NOT_CALLED holder declares itself. The key then replays
+/// CANCELLED, the holder is fenced, the change is audited.
+pub fn reconcile_cancels_only_unknown_outcomes<S: StateStore>(store: S) {
+    let mut h = Harness::new(store);
+    let reconcile = |record: &Record| {
+        Command::Reconcile(Reconcile {
+            operation_id: record.operation_id,
+            expected_version: record.version,
+            target: ReconcileTarget::Cancelled,
+            reason: "the provider has no charge with this key".into(),
+            admin: "reconciler".into(),
+        })
+    };
+    let not_called = Harness::<S>::target("k1");
+    let f = h.acquire(&not_called, "w1");
+    let r = updated(h.start(&not_called, f));
+    rejected(h.apply(reconcile(&r)), "WRONG_STATE");
+    let confirmed = Harness::<S>::target("k2");
+    let f = h.acquire(&confirmed, "w1");
+    h.calling(&confirmed, f);
+    let r = updated(h.confirmed(&confirmed, f, "ch_1"));
+    rejected(h.apply(reconcile(&r)), "IRREVERSIBLE_STAGE");
+    assert!(
+        h.store.audit(0, 10).unwrap().is_empty(),
+        "refusals audit nothing"
+    );
+    // A live holder at CALLING: the downstream's "absent" is the evidence; the holder is fenced.
+    let calling = Harness::<S>::target("k3");
+    let f = h.acquire(&calling, "w1");
+    let r = updated(h.calling(&calling, f));
+    let cancelled = updated(h.apply(reconcile(&r)));
+    assert_eq!(
+        (cancelled.state, cancelled.fence, cancelled.lease.is_none()),
+        (State::Cancelled, f + 1, true)
+    );
+    assert!(cancelled.completed_at.is_some() && cancelled.expires_at.is_some());
+    rejected(
+        h.complete(&calling, f, Harness::<S>::result("late")),
+        "STALE_FENCE",
+    );
+    h.claim_expect(&calling, BODY_A, "w2", ClaimKind::Failed);
+    rejected(h.apply(reconcile(&cancelled)), "ALREADY_TERMINAL");
+    // HIGH risk, holder gone at CALLING: NEEDS_RECONCILIATION.
+    h.policy.risk = Risk::High;
+    let stuck = Harness::<S>::target("k4");
+    let f = h.acquire(&stuck, "w1");
+    h.calling(&stuck, f);
+    h.advance(PAST_LEASE);
+    let r = h.claim(&stuck, BODY_A, "w2").record;
+    assert_eq!(r.state, State::NeedsReconciliation);
+    assert_eq!(updated(h.apply(reconcile(&r))).state, State::Cancelled);
+    let audit = h.store.audit(0, 10).unwrap();
+    let moves: Vec<_> = audit
+        .iter()
+        .map(|entry| match &entry.action {
+            AuditAction::ReconcileRecord { from, to, .. } => (*from, *to),
+            other => panic!("not a reconcile: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            (State::InProgress, State::Cancelled),
+            (State::NeedsReconciliation, State::Cancelled)
+        ]
+    );
 }
 
 /// Purge scrubs the subject's result fields and error messages, keeps the tombstone (a
