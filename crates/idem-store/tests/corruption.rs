@@ -86,56 +86,35 @@ fn refused_at(good: &Path, scratch: &Path, sub: &str, kind: impl Fn(&str) -> boo
 /// indistinguishable from a torn write; a table's footer padding is not read).
 const SPREAD: &[f64] = &[0.0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9];
 
-#[tokio::test(flavor = "multi_thread")]
-async fn damaged_write_ahead_log_is_refused() {
+/// Writes a store, stops it, and checks that copies of it with the files `under/` that
+/// `pick` selects damaged at each point of `spread` are refused (see [`refused_at`]).
+async fn damaged_copies_refused(under: &str, pick: fn(&str) -> bool, spread: &[f64]) {
     let scratch = TempDir::new().unwrap();
     let good = scratch.path().join("good");
     stopped_store(&good).await;
-    refused_at(&good, scratch.path(), "db", |n| n.ends_with(".log"), SPREAD);
+    refused_at(&good, scratch.path(), under, pick, spread);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn damaged_write_ahead_log_is_refused() {
+    damaged_copies_refused("db", |n| n.ends_with(".log"), SPREAD).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn damaged_table_file_is_refused() {
-    let scratch = TempDir::new().unwrap();
-    let good = scratch.path().join("good");
-    stopped_store(&good).await;
     // Data blocks: the front of each table (filter and index blocks follow them).
-    refused_at(
-        &good,
-        scratch.path(),
-        "db",
-        |n| n.ends_with(".sst"),
-        &[0.0, 0.1, 0.2],
-    );
+    damaged_copies_refused("db", |n| n.ends_with(".sst"), &[0.0, 0.1, 0.2]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn damaged_manifest_is_refused() {
-    let scratch = TempDir::new().unwrap();
-    let good = scratch.path().join("good");
-    stopped_store(&good).await;
-    refused_at(
-        &good,
-        scratch.path(),
-        "db",
-        |n| n.starts_with("MANIFEST-"),
-        SPREAD,
-    );
+    damaged_copies_refused("db", |n| n.starts_with("MANIFEST-"), SPREAD).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn damaged_snapshot_file_is_refused() {
-    let scratch = TempDir::new().unwrap();
-    let good = scratch.path().join("good");
-    stopped_store(&good).await;
     let every = &[0.0, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 0.99];
-    refused_at(
-        &good,
-        scratch.path(),
-        "snapshots",
-        |n| n.ends_with(".bin"),
-        every,
-    );
+    damaged_copies_refused("snapshots", |n| n.ends_with(".bin"), every).await;
 }
 
 /// The undamaged copy opens: the checks refuse damage, not this layout.
