@@ -40,13 +40,13 @@ pub(crate) fn record_external_call<S: StateStore + ?Sized>(
                 (Stage::RemoteConfirmed, Some(remote_ref.clone()))
             }
         };
-        let unchanged = record.stage == to
-            && record.state == State::InProgress
-            && (to == Stage::Calling || record.remote_ref == remote_ref);
-        if unchanged {
+        // Re-recording the stage reached is allowed (a taker told REMOTE_CONFIRMED that found
+        // the same reference downstream), with another reference it is not.
+        let same = record.stage == to && (to == Stage::Calling || record.remote_ref == remote_ref);
+        if same && record.state == State::InProgress {
             return Ok(Outcome::Record(record));
         }
-        if !stage_may_move(record.stage, to) {
+        if !(same || stage_may_move(record.stage, to)) {
             return Err(Rejection::StageConflict {
                 from: record.stage,
                 to,
@@ -225,7 +225,6 @@ fn stage_may_move(from: Stage, to: Stage) -> bool {
         (from, to),
         (Stage::NotCalled, Stage::Calling)
             | (Stage::NotCalled, Stage::RemoteConfirmed)
-            | (Stage::Calling, Stage::Calling)
             | (Stage::Calling, Stage::RemoteConfirmed)
     )
 }

@@ -31,6 +31,7 @@ macro_rules! state_store_suite {
             unverifiable_without_stored_algorithm,
             takeover_after_lease_expiry_fences_old_worker,
             takeover_reports_calling_stage,
+            taker_reconfirms_the_known_reference,
             high_risk_calling_needs_reconciliation,
             high_risk_not_called_is_taken_over,
             retryable_failure_is_never_replayed,

@@ -202,6 +202,29 @@ pub fn takeover_reports_calling_stage<S: StateStore>(store: S) {
     );
 }
 
+/// A taker told REMOTE_CONFIRMED confirms the same reference again (it found the charge at
+/// the downstream) and completes; a different reference is refused, the first one kept.
+pub fn taker_reconfirms_the_known_reference<S: StateStore>(store: S) {
+    let mut h = Harness::new(store);
+    let key = Harness::<S>::target("k1");
+    let fence = h.acquire(&key, "w1");
+    h.calling(&key, fence);
+    updated(h.confirmed(&key, fence, "pi_123"));
+    h.advance(PAST_LEASE);
+    let taken = h.claim_expect(&key, BODY_A, "w2", ClaimKind::TakenOver);
+    assert_eq!(taken.previous_stage, Some(Stage::RemoteConfirmed));
+    let fence = taken.record.fence;
+    rejected(h.confirmed(&key, fence, "pi_other"), "WRONG_STATE");
+    let again = updated(h.confirmed(&key, fence, "pi_123"));
+    assert_eq!(
+        (again.state, again.stage, again.remote_ref.as_deref()),
+        (State::InProgress, Stage::RemoteConfirmed, Some("pi_123"))
+    );
+    rejected(h.calling(&key, fence), "WRONG_STATE");
+    let done = updated(h.complete(&key, fence, Harness::<S>::result("ch")));
+    assert_eq!(done.stage, Stage::LocalDone);
+}
+
 /// HIGH risk, call in flight, lease expired: NEEDS_RECONCILIATION, never a takeover.
 pub fn high_risk_calling_needs_reconciliation<S: StateStore>(store: S) {
     let mut h = Harness::new(store);
