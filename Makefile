@@ -45,7 +45,9 @@ run: bootstrap ## Start a dev node with data under ./data.
 .PHONY: python-test
 python-test: ## The Python client's tests (clients/python) against real idemd processes (< 2 min).
 	@scripts/bootstrap.sh --python
-	$(CARGO) build --release --bin idemd --bin idemctl
+	@# --tests: the dev-dependencies' features (idem-core/testing, …) as `make test` resolves
+	@# them, so after `make test` the binaries are not compiled again with other features.
+	$(CARGO) build --release --workspace --bins --tests
 	clients/python/scripts/test.sh
 
 bench: ## idem vs etcd side by side (3 nodes each, < 10 min; installs etcd-server when missing): scripts/bench/compare.sh.

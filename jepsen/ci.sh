@@ -47,9 +47,9 @@ if [ -x scripts/bootstrap.sh ]; then
   scripts/bootstrap.sh
 fi
 
-# Workspace-wide feature resolution (no -p): the same build as `make test` and clippy, so
-# nothing is compiled again.
-cargo build --release --bin idem-jepsen --bin idemd --bin idemctl
+# The same feature resolution as `make test` (workspace-wide, dev-dependencies' features
+# included through --tests), so that in `make verify` nothing is compiled again.
+cargo build --release --workspace --bins --tests
 bin="$CARGO_TARGET_DIR/release"
 
 nodes="${JEPSEN_NODES:-3}"

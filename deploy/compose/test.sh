@@ -5,7 +5,9 @@
 #
 #  1. up; wait until every node's healthcheck (/healthz) passes;
 #  2. checks the region delays are in place (an HTTP round trip eu -> ap takes ≥ its RTT);
-#  3. an idemctl session from a container, as the operator (client certificate; the nodes
+#  3. region-affinity mode with regions eu, us, ap (a Raft group each besides the global
+#     one); tenant demo homed in eu, tenant asia in ap;
+#     an idemctl session from a container, as the operator (client certificate; the nodes
 #     run TLS on both ports and authentication, certs.sh): claim, a retry (IN_PROGRESS),
 #     complete, replay, another request on the same key (FINGERPRINT_MISMATCH); plus RECORDS
 #     more keys claimed and completed; the same read without a credential: UNAUTHENTICATED;
@@ -14,7 +16,12 @@
 #  5. restarts the killed container and waits until it is healthy and has caught up;
 #  6. down (volumes kept) and up again; every record is still there with its result, and the
 #     only volumes are the nodes' five;
-#  7. down -v: containers, network and volumes removed (also on failure or interrupt).
+#  7. disaster recovery: idemctl snapshot save from the running cluster (every group, each
+#     at its applied index); a record written after it; the whole cluster stopped (lost);
+#     idemctl snapshot restore into a new volume, and a new node container started on it
+#     at n1's address (a cluster of one): every record of the backup is there with its
+#     result, in both region groups; the record written after the backup is not;
+#  8. down -v: containers, network and volumes removed (also on failure or interrupt).
 #
 # Its own project (idem-compose-test) and /24 (IDEM_COMPOSE_NET, default 172.29.86), so a
 # cluster started by hand with the defaults is left alone. Prints "N passed, 0 failed" at
@@ -46,11 +53,16 @@ fail() {
 IDEM_COMPOSE_CERTS="$(mktemp -d /tmp/idem-compose-test-certs.XXXXXX)"
 export IDEM_COMPOSE_CERTS
 
+# The backup of step 7, on this machine.
+BACKUPS="$(mktemp -d /tmp/idem-compose-test-backup.XXXXXX)"
+RESTORED="$COMPOSE_PROJECT_NAME-restored"
+
 cleanup() {
-    docker rm -f -v "$COMPOSE_PROJECT_NAME-ctl" >/dev/null 2>&1 || true
+    docker rm -f -v "$COMPOSE_PROJECT_NAME-ctl" "$RESTORED" >/dev/null 2>&1 || true
+    docker volume rm "${RESTORED}-data" >/dev/null 2>&1 || true
     "${compose[@]}" --profile tools down -v --remove-orphans >/dev/null 2>&1 || true
 }
-trap 'cleanup; rm -rf "$IDEM_COMPOSE_CERTS"' EXIT
+trap 'cleanup; rm -rf "$IDEM_COMPOSE_CERTS" "$BACKUPS"' EXIT
 trap 'exit 130' INT TERM
 
 docker image inspect "$IDEM_IMAGE" >/dev/null 2>&1 ||
@@ -64,7 +76,9 @@ ctl_up() {
     docker rm -f -v "$COMPOSE_PROJECT_NAME-ctl" >/dev/null 2>&1 || true
     "${compose[@]}" run -d --name "$COMPOSE_PROJECT_NAME-ctl" --entrypoint sleep idemctl infinity >/dev/null
 }
-ctl() { docker exec "$COMPOSE_PROJECT_NAME-ctl" idemctl -w json "$@"; }
+# CTL_ENV: extra `docker exec` arguments (e.g. -e IDEMCTL_TENANT=asia).
+CTL_ENV=()
+ctl() { docker exec "${CTL_ENV[@]}" "$COMPOSE_PROJECT_NAME-ctl" idemctl -w json "$@"; }
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1], {}, {'d': d}))" "$1"; }
 
 container() { "${compose[@]}" ps -q "n$1"; }
@@ -124,7 +138,18 @@ eu_ap="$(rtt_ms 1 5)"
 ((eu_ap >= 40)) || fail "eu -> ap took ${eu_ap}ms, expected ≥ 40 (the emulated RTT)"
 pass "eu -> ap HTTP round trip ${eu_ap}ms (emulated RTT 40 ms), eu -> eu $(rtt_ms 1 2)ms"
 
-say "3. idemctl session"
+say "3. regions; idemctl session"
+ctl cluster mode region-affinity >/dev/null || fail "cluster mode region-affinity"
+for region in eu us ap; do
+    ctl region add "$region" >/dev/null || fail "region add $region"
+done
+ctl tenant bind demo --home eu >/dev/null || fail "tenant bind demo"
+ctl tenant bind asia --home ap >/dev/null || fail "tenant bind asia"
+CTL_ENV=(-e IDEMCTL_TENANT=asia)
+out="$(claim_until asia-1 '{"n":1}' ACQUIRED)"
+ctl complete --key asia-1 --fence "$(json "d['fence']" <<<"$out")" --status 200 --resource-id r_asia >/dev/null ||
+    fail "complete asia-1"
+CTL_ENV=()
 out="$(claim_until order-1 '{"amount":1000,"currency":"EUR"}' ACQUIRED)"
 fence="$(json "d['fence']" <<<"$out")"
 claim_until order-1 '{"currency":"EUR","amount":1000}' IN_PROGRESS >/dev/null
@@ -141,7 +166,7 @@ check_replays
 out="$(docker exec "$COMPOSE_PROJECT_NAME-ctl" env -u IDEMCTL_CERT -u IDEMCTL_KEY \
     idemctl -w json get --key order-1 2>&1 || true)"
 [[ "$out" == *UNAUTHENTICATED* ]] || fail "a read without a credential was not refused: $out"
-pass "claim, retry, complete, replay, mismatch; $RECORDS more records completed and replayed; no credential, no access"
+pass "region-affinity (eu, us, ap); claim, retry, complete, replay, mismatch; $RECORDS more records completed and replayed; no credential, no access"
 
 say "4. kill the leader's container"
 old="$(leader)"
@@ -181,7 +206,47 @@ for c in $("${compose[@]}" ps -q) "$COMPOSE_PROJECT_NAME-ctl"; do
 done
 pass "after down/up: all $((RECORDS + 2)) records there with their results; only the nodes' volumes"
 
-say "7. down -v"
+say "7. back up, lose the cluster, restore into a new one"
+out="$(ctl snapshot save /data/backup.idembk)" || fail "snapshot save: $out"
+groups="$(json "d['groups']" <<<"$out")"
+[[ "$groups" =~ ^0@[0-9]+,1@[0-9]+,2@[0-9]+,3@[0-9]+$ ]] || fail "the backup's groups: $groups"
+docker cp "$COMPOSE_PROJECT_NAME-ctl:/data/backup.idembk" "$BACKUPS/" >/dev/null
+chmod 0755 "$BACKUPS"; chmod 0644 "$BACKUPS/backup.idembk"
+out="$(claim_until after-backup '{"x":2}' ACQUIRED)"
+docker rm -f -v "$COMPOSE_PROJECT_NAME-ctl" >/dev/null
+"${compose[@]}" stop >/dev/null 2>&1
+# The new node: idemctl snapshot restore seeds its volume, idemd starts on it as node 1 at
+# n1's address (its certificate names that address), with no initial members.
+docker volume create "${RESTORED}-data" >/dev/null
+docker run --rm -v "${RESTORED}-data:/data" -v "$BACKUPS:/backup:ro" --entrypoint idemctl "$IDEM_IMAGE" \
+    -w json snapshot restore /backup/backup.idembk --data-dir /data --node-id 1 \
+    --raft-addr "$NET.11:7410" --api-addr "$NET.11:7400" --region eu --zone eu-a >/dev/null ||
+    fail "snapshot restore"
+certs="$IDEM_COMPOSE_CERTS"
+docker run -d --name "$RESTORED" --network "${COMPOSE_PROJECT_NAME}_idem" --ip "$NET.11" \
+    -v "${RESTORED}-data:/data" -v "$certs/n1:/certs:ro" -v "$certs/auth:/auth:ro" \
+    -e IDEM_NODE_ID=1 -e IDEM_REGION=eu -e IDEM_ZONE=eu-a -e IDEM_LOG_FORMAT=text \
+    -e IDEM_API_ADDR="$NET.11:7400" -e IDEM_RAFT_ADDR="$NET.11:7410" \
+    -e IDEM_TLS_CERT=/certs/node.crt -e IDEM_TLS_KEY=/certs/node.key -e IDEM_TLS_CA=/certs/ca.crt \
+    -e IDEM_PEER_TLS_CERT=/certs/node.crt -e IDEM_PEER_TLS_KEY=/certs/node.key \
+    -e IDEM_PEER_TLS_CA=/certs/ca.crt -e IDEM_AUTH=on -e IDEM_AUTH_CREDENTIALS=/auth/credentials.toml \
+    "$IDEM_IMAGE" >/dev/null || fail "start the restored node"
+deadline=$((SECONDS + 60))
+until [[ "$(docker inspect -f '{{.State.Health.Status}}' "$RESTORED")" == healthy ]]; do
+    ((SECONDS < deadline)) || { docker logs --tail 30 "$RESTORED" >&2; fail "the restored node is not healthy"; }
+    sleep 1
+done
+ctl_up
+CTL_ENV=(-e IDEMCTL_ENDPOINTS="$NET.11:7400")
+check_replays
+claim_until during-outage '{"x":1}' COMPLETED >/dev/null
+out="$(CTL_ENV+=(-e IDEMCTL_TENANT=asia); claim_until asia-1 '{"n":1}' COMPLETED)"
+[[ "$(json "d['result']['resource_id']" <<<"$out")" == r_asia ]] || fail "asia-1 replayed another result: $out"
+claim_until after-backup '{"x":2}' ACQUIRED >/dev/null
+CTL_ENV=()
+pass "backup of groups $groups restored into a new node: every record of eu's and ap's groups there with its result; the one written after the backup is not"
+
+say "8. down -v"
 cleanup
 [[ -z "$(docker volume ls -q --filter "name=${COMPOSE_PROJECT_NAME}_")" ]] || fail "volumes left behind"
 pass "torn down in $((SECONDS - started))s in all"

@@ -15,7 +15,11 @@
 #   5. every pod restarted at once: the cluster comes back and replays the record.
 # The pods run with authentication on, as the StatefulSet's do: a credentials file (made with
 # the image's idemctl) mounted like the Secret idem-credentials, and its admin token in
-# IDEMCTL_TOKEN for the script's and the checks' idemctl calls.
+# IDEMCTL_TOKEN for the script's and the checks' idemctl calls. And TLS on both ports, as the
+# StatefulSet's: one node certificate for every pod (idemctl cert, naming every pod address
+# and 127.0.0.1, the bootstrap's seed) mounted like the Secret idem-tls at /etc/idem/tls with
+# the manifest's variables; the checks' idemctl verifies with the CA, and a plaintext call is
+# refused.
 # Prints "N passed, 0 failed"; exits 1 at the first failed check; removes its containers,
 # volumes and network (IDEM_K8S_TEST_NET, default 172.29.84) at the end.
 set -euo pipefail
@@ -61,6 +65,21 @@ TOKEN="$(docker run --rm --user "$(id -u):$(id -g)" -v "$AUTH:/auth" --entrypoin
 chmod 0755 "$AUTH"
 chmod 0644 "$AUTH/credentials.toml"
 
+# The Secret idem-tls: tls.crt, tls.key (naming every pod's address) and ca.crt.
+TLS="$AUTH/tls"
+mkdir -p "$TLS"
+docker run --rm --user "$(id -u):$(id -g)" -v "$TLS:/tls" --entrypoint bash "$IMAGE" -c "
+    idemctl cert create-ca --dir /tls >/dev/null &&
+    idemctl cert node --dir /tls --name idem-node --ip 127.0.0.1 --ip $NET.10 --ip $NET.11 \
+        --ip $NET.12 --ip $NET.13 --dns idem >/dev/null" || { say "certificates failed"; exit 1; }
+mv "$TLS/idem-node.pem" "$TLS/tls.crt"; mv "$TLS/idem-node-key.pem" "$TLS/tls.key"
+mv "$TLS/ca.pem" "$TLS/ca.crt"; rm -f "$TLS/ca-key.pem"
+chmod 0755 "$TLS"; chmod 0644 "$TLS"/*
+TLS_ENV=(-v "$TLS:/etc/idem/tls:ro"
+    -e IDEM_TLS_CERT=/etc/idem/tls/tls.crt -e IDEM_TLS_KEY=/etc/idem/tls/tls.key
+    -e IDEM_PEER_TLS_CERT=/etc/idem/tls/tls.crt -e IDEM_PEER_TLS_KEY=/etc/idem/tls/tls.key
+    -e IDEM_PEER_TLS_CA=/etc/idem/tls/ca.crt -e IDEMCTL_CACERT=/etc/idem/tls/ca.crt)
+
 pod() { # ordinal: (re)creates the container of pod idem-<ordinal>
     docker rm -f "$NAME-$1" >/dev/null 2>&1 || true
     docker run -d --name "$NAME-$1" --network "$NAME" --ip "$NET.1$1" \
@@ -71,12 +90,15 @@ pod() { # ordinal: (re)creates the container of pod idem-<ordinal>
         -e IDEM_DATA_DIR=/data -e IDEM_LOG_FORMAT=json \
         -e IDEM_SELF_ADDR="$NET.1$1" -e IDEM_CLUSTER_ENDPOINTS="$ENDPOINTS" \
         -v "$AUTH:/etc/idem/auth:ro" -e IDEM_AUTH_CREDENTIALS=/etc/idem/auth/credentials.toml \
-        -e IDEMCTL_TOKEN="$TOKEN" \
+        -e IDEMCTL_TOKEN="$TOKEN" "${TLS_ENV[@]}" \
         --entrypoint /bin/bash "$IMAGE" /scripts/idem-start.sh >/dev/null
 }
 
+# CTL_TLS: how the checks' idemctl reaches the pods (the CA; empty for a plaintext call).
+CTL_TLS=(-v "$TLS:/etc/idem/tls:ro" -e IDEMCTL_CACERT=/etc/idem/tls/ca.crt)
 ctl() {
-    docker run --rm --network "$NAME" -e IDEMCTL_ENDPOINTS="$ENDPOINTS" -e IDEMCTL_TOKEN="$TOKEN" \
+    docker run --rm --network "$NAME" "${CTL_TLS[@]}" \
+        -e IDEMCTL_ENDPOINTS="$ENDPOINTS" -e IDEMCTL_TOKEN="$TOKEN" \
         -e IDEMCTL_TENANT=t -e IDEMCTL_ENV=test -e IDEMCTL_ACTOR=ops \
         -e "IDEMCTL_ENDPOINT=POST /v1/charges" --entrypoint idemctl "$IMAGE" -w json "$@"
 }
@@ -126,7 +148,9 @@ pod 0; pod 1; pod 2
 wait_members 3 120 "bootstrap"
 logged 0 "bootstraps it through a seed node" || fail "idem-0 did not bootstrap through the seed"
 logged 1 "node 2 is a voter" && logged 2 "node 3 is a voter" || fail "idem-1/idem-2 did not join"
-pass "idem-0 bootstrapped, idem-1 and idem-2 joined: 3 voters at stable addresses in $((SECONDS - started))s"
+out="$(CTL_TLS=(); ctl member list 2>&1 || true)"
+[[ "$out" != *'"members"'* ]] || fail "a plaintext call was answered: $out"
+pass "idem-0 bootstrapped over TLS, idem-1 and idem-2 joined: 3 voters at stable addresses in $((SECONDS - started))s; plaintext refused"
 
 say "2. a record; idem-1 restarted"
 out="$(ctl claim --key k8s-1 --body '{"n":1}')" || fail "claim: $out"

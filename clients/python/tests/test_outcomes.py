@@ -14,6 +14,7 @@ from idem_client import (
     Client,
     ErrorSummary,
     Fingerprint,
+    KeyWarning,
     Risk,
     Stage,
     State,
@@ -170,3 +171,12 @@ def test_a_body_over_max_result_bytes_is_refused_and_nothing_changes(client: Cli
         client.complete(target, claim.fence or 0, StoredResult(201, body=b"x" * 128, content_type="text/plain"))
     record = client.get(target).record
     assert record is not None and record.state is State.PENDING and record.result is None
+
+
+def test_weak_keys_are_claimed_with_warnings(client: Client) -> None:
+    weak = Target(new_target().scope, f"order-{time.time_ns() % 10**9}")
+    claim = client.claim(weak, CHARGE)
+    assert claim.outcome is ClaimOutcome.ACQUIRED, "a warning never refuses"
+    assert claim.warnings == (KeyWarning.SEQUENTIAL, KeyWarning.SHORT)
+    assert client.claim(weak, CHARGE).warnings == claim.warnings
+    assert client.claim(new_target(), CHARGE).warnings == ()

@@ -21,6 +21,7 @@ use idem_proto::v1;
 
 use crate::convert;
 use crate::error::ClientError;
+use crate::key_warning::KeyWarning;
 
 /// A record's identity: its scope and idempotency key. Every worker command names its target.
 pub type Target = RecordKey;
@@ -247,6 +248,10 @@ pub struct Claim {
     pub holder: Holder,
     /// The record the claim targeted.
     pub target: Target,
+    /// The server's warnings about the key (sequential, a timestamp, short, low entropy);
+    /// empty for a key that looks random or when the server's `key_warnings` is off.
+    /// Advisory: the outcome is the same without them. Log them, and use generated keys.
+    pub warnings: Vec<KeyWarning>,
 }
 
 impl Claim {

@@ -46,6 +46,7 @@ use crate::types::{FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, Rec
 mod audit;
 mod backup;
 mod tokens;
+mod top;
 
 pub use backup::SnapshotStream;
 

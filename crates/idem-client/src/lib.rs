@@ -79,6 +79,7 @@ pub mod convert;
 mod credentials;
 pub mod error;
 pub mod holder;
+pub mod key_warning;
 pub mod keys;
 pub mod membership;
 pub mod options;
@@ -86,6 +87,7 @@ pub mod placement;
 pub mod reconcile;
 mod tls;
 pub mod tokens;
+pub mod top;
 mod transport;
 pub mod types;
 
@@ -93,11 +95,13 @@ pub use claim::{Claim, ClaimOutcome, ClaimRequest, Target};
 pub use client::{Client, SnapshotStream, MAX_WAIT};
 pub use credentials::BearerToken;
 pub use error::ClientError;
+pub use key_warning::KeyWarning;
 pub use keys::{new_key, new_key_v4};
 pub use membership::{MemberProgress, Membership};
 pub use options::{ClientOptions, Coalescing, RetryPolicy};
 pub use placement::{GroupFailover, GroupStatus, Groups};
 pub use tls::TlsOptions;
+pub use top::{HotKey, TenantActivity, Top};
 pub use types::{
     FailureKind, ListQuery, Lookup, Member, NodeStatus, Page, ReconcileTarget, Reconciliation,
 };

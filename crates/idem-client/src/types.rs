@@ -66,6 +66,9 @@ pub enum ReconcileTarget {
     RetryableFailure(Option<ErrorSummary>),
     /// TERMINAL_FAILURE with the error to replay.
     TerminalFailure(ErrorSummary),
+    /// CANCELLED: nothing irreversible happened (the downstream has no trace of it); every
+    /// later claim answers CANCELLED. Only from NEEDS_RECONCILIATION or stage CALLING.
+    Cancelled,
 }
 
 impl ReconcileTarget {
@@ -75,6 +78,7 @@ impl ReconcileTarget {
             ReconcileTarget::Completed(_) => State::Completed,
             ReconcileTarget::RetryableFailure(_) => State::RetryableFailure,
             ReconcileTarget::TerminalFailure(_) => State::TerminalFailure,
+            ReconcileTarget::Cancelled => State::Cancelled,
         }
     }
 }

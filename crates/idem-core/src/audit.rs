@@ -1,10 +1,15 @@
 //! The audit log of administrative changes.
 //!
 //! Every admin command writes its entry in the same atomic write set as its change: no
-//! audit, no change. Entries carry operation ids, never raw keys. Membership changes are
-//! the one exception: they are openraft membership log entries, which never reach the
-//! state machine, so the node that made one logs a [`MembershipNote`] right after it is
-//! committed (see docs/security.md, "Audit log").
+//! audit, no change. Entries carry operation ids, never raw keys.
+//!
+//! Membership changes are openraft membership log entries, which carry no principal. The
+//! node that makes one first commits a [`MembershipIntent`] (who, why, which change) to
+//! the global group; applying the membership entry that fulfils it then writes the
+//! [`AuditAction::MembershipChange`] entry (who, why, resulting voters and learners, log
+//! index) in the same write batch as the applied membership (see `apply::membership` and
+//! docs/security.md, "Audit log"). [`MembershipNote`] entries, written after the change by
+//! earlier releases, are still read.
 //!
 //! Entries are stored with bincode, which is positional: new actions are appended at the
 //! end of [`AuditAction`] so entries written before still decode.
@@ -115,7 +120,8 @@ pub enum AuditAction {
         /// The group's epoch after the change.
         epoch: u64,
     },
-    /// The membership changed (logged after the membership entry was committed).
+    /// The membership changed (logged after the membership entry was committed, by
+    /// releases before [`AuditAction::MembershipChange`]).
     Membership(MembershipNote),
     /// The sweep deleted an abandoned claim (`abandon_after`): nothing irreversible had
     /// begun (stage NOT_CALLED) and no lease was live.
@@ -157,6 +163,14 @@ pub enum AuditAction {
         /// Record version after the change.
         version: u64,
     },
+    /// The membership changed: written when the membership log entry was applied, in the
+    /// same write batch.
+    MembershipChange {
+        /// The change and the membership it resulted in.
+        note: MembershipNote,
+        /// The index of the membership log entry.
+        index: u64,
+    },
 }
 
 impl AuditAction {
@@ -189,7 +203,7 @@ impl AuditAction {
             AuditAction::UnbindTenant { .. } => "unbind_tenant",
             AuditAction::EnterFailover { .. } => "enter_failover",
             AuditAction::EndFailover { .. } => "end_failover",
-            AuditAction::Membership(_) => "membership",
+            AuditAction::Membership(_) | AuditAction::MembershipChange { .. } => "membership",
             AuditAction::Abandon { .. } => "abandon",
             AuditAction::CreateToken { .. } => "create_token",
             AuditAction::RevokeToken { .. } => "revoke_token",
@@ -249,3 +263,26 @@ pub struct MembershipNote {
 
 /// Most members a [`MembershipNote`] may list.
 pub const MAX_NOTE_MEMBERS: usize = 64;
+
+/// A membership change an admin is about to make: committed before the membership entry,
+/// and audited, with its principal and reason, when that entry is applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MembershipIntent {
+    /// What will change.
+    pub kind: MembershipKind,
+    /// The member to add, promote or remove.
+    pub member: u64,
+}
+
+impl MembershipIntent {
+    /// Whether a membership of `voters` and `learners` is what this change results in.
+    pub fn fulfilled_by(&self, voters: &[u64], learners: &[u64]) -> bool {
+        match self.kind {
+            MembershipKind::Add => learners.contains(&self.member),
+            MembershipKind::Promote => voters.contains(&self.member),
+            MembershipKind::Remove => {
+                !voters.contains(&self.member) && !learners.contains(&self.member)
+            }
+        }
+    }
+}

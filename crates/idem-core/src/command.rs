@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::audit::{MembershipNote, MAX_NOTE_MEMBERS};
+use crate::audit::{MembershipIntent, MembershipNote, MAX_NOTE_MEMBERS};
 use crate::error::{check_free_text, check_len, Field, ValidationError};
 use crate::fingerprint::Fingerprint;
 use crate::operation_id::OperationId;
@@ -68,14 +68,17 @@ pub enum Command {
     /// Change of a region group's own state, audited as `admin` when it is a failover
     /// change (`EnterFailover`/`EndFailover`, proposed by the leader as `node:<id>`).
     AuditedGroup(Audited<GroupChange>),
-    /// Audit entry for a membership change committed just before (membership entries
-    /// never reach the state machine; this one is not atomic with them).
+    /// Audit entry for a membership change committed just before, not atomic with it
+    /// (what releases before `MembershipIntent` proposed; kept for their log entries).
     NoteMembership(Audited<MembershipNote>),
     /// Delete abandoned claims that never began anything irreversible (leader's sweep,
     /// per-endpoint `abandon_after`), audited.
     Abandon(Audited<Abandon>),
     /// Create or revoke a replicated API token (global group), audited in the same write.
     Tokens(Audited<TokenChange>),
+    /// Who is about to change the membership, and why (global group): the membership
+    /// entry that fulfils it is audited when applied (`apply::membership`).
+    MembershipIntent(Audited<MembershipIntent>),
 }
 
 /// A change with the principal that asked for it and why: written to the audit log in the
@@ -294,6 +297,10 @@ impl Command {
                 check_admin(&audited.reason, &audited.admin)?;
                 audited.change.validate()
             }
+            Command::MembershipIntent(audited) => {
+                check_admin(&audited.reason, &audited.admin)?;
+                check_member(audited.change.member)
+            }
         }
     }
 
@@ -318,7 +325,8 @@ impl Command {
             | Command::AuditedGroup(_)
             | Command::NoteMembership(_)
             | Command::Abandon(_)
-            | Command::Tokens(_) => return None,
+            | Command::Tokens(_)
+            | Command::MembershipIntent(_) => return None,
         };
         Some(target.scope.tenant())
     }
@@ -344,6 +352,7 @@ impl Command {
             Command::NoteMembership(_) => "note_membership",
             Command::Abandon(_) => "abandon",
             Command::Tokens(_) => "tokens",
+            Command::MembershipIntent(_) => "membership_intent",
         }
     }
 }
@@ -411,6 +420,17 @@ impl PurgeSubject {
 pub(crate) fn check_admin(reason: &str, admin: &str) -> Result<(), ValidationError> {
     check_free_text(Field::Reason, reason, 1, MAX_REASON)?;
     check_free_text(Field::Admin, admin, 1, 128)
+}
+
+/// A member id is ≥ 1.
+fn check_member(member: u64) -> Result<(), ValidationError> {
+    if member == 0 {
+        return Err(ValidationError::Rule {
+            field: Field::Limit,
+            rule: "a member id is ≥ 1",
+        });
+    }
+    Ok(())
 }
 
 fn check_limit(limit: u32, max: u32) -> Result<(), ValidationError> {

@@ -1,9 +1,11 @@
 //! The audit of placement and membership changes through `apply` on the in-memory store:
 //! each audited change writes exactly one entry naming who, why and what, in the same
 //! write set as the change; a refused or repeated change writes none; the commands written
-//! before audit existed (`Cluster`, `Group`) still apply, unaudited, as they did then.
+//! before audit existed (`Cluster`, `Group`) still apply, unaudited, as they did then. A
+//! membership entry is audited when applied, with the pending intent it fulfils.
 
-use idem_core::audit::{MembershipKind, MembershipNote};
+use idem_core::apply::{membership, AppliedMembership};
+use idem_core::audit::{MembershipIntent, MembershipKind, MembershipNote};
 use idem_core::command::Audited;
 use idem_core::placement::{ClusterChange, GroupChange, Mode};
 use idem_core::testing::Harness;
@@ -247,6 +249,96 @@ fn a_membership_note_is_one_entry() {
         "INVALID_ARGUMENT",
     );
     assert_eq!(audit_log(&h).len(), 1);
+}
+
+fn applied(index: u64, voters: &[u64], learners: &[u64]) -> AppliedMembership {
+    AppliedMembership {
+        index,
+        voters: voters.to_vec(),
+        learners: learners.to_vec(),
+    }
+}
+
+fn intend(h: &mut H, kind: MembershipKind, member: u64, admin: &str) {
+    let intent = MembershipIntent { kind, member };
+    let command = Command::MembershipIntent(Audited::new(intent, admin, "CHG-7"));
+    accepted(h.apply(command));
+}
+
+#[test]
+fn a_membership_entry_is_audited_once_with_the_intent_it_fulfils() {
+    let mut h = H::new(MemoryStore::new());
+    // The cluster's first membership, or one of a release before intents: no entry.
+    assert_eq!(
+        membership(&mut h.store, &applied(1, &[1, 2, 3], &[])).unwrap(),
+        None
+    );
+    intend(&mut h, MembershipKind::Add, 4, "alice");
+    assert!(audit_log(&h).is_empty(), "the intent alone is not audited");
+    // A membership that is not the intended change (4 is not a learner yet) writes nothing.
+    assert_eq!(
+        membership(&mut h.store, &applied(5, &[1, 2, 3], &[])).unwrap(),
+        None
+    );
+    assert_eq!(
+        membership(&mut h.store, &applied(6, &[1, 2, 3], &[4])).unwrap(),
+        Some(1)
+    );
+    let expected = AuditAction::MembershipChange {
+        note: MembershipNote {
+            kind: MembershipKind::Add,
+            member: 4,
+            voters: vec![1, 2, 3],
+            learners: vec![4],
+        },
+        index: 6,
+    };
+    assert_eq!(last(&h, 1), expected);
+    assert_eq!(audit_log(&h)[0].at, h.store.meta().unwrap().last_stamp);
+    assert_eq!(expected.kind(), "membership");
+    // The intent is used up: a later membership (or the same one again) writes nothing.
+    assert!(h.store.placement().unwrap().membership_intents.is_empty());
+    assert_eq!(
+        membership(&mut h.store, &applied(7, &[1, 2, 3], &[4])).unwrap(),
+        None
+    );
+    assert_eq!(audit_log(&h).len(), 1);
+}
+
+#[test]
+fn the_newest_fulfilled_intent_is_audited_and_stale_ones_are_pushed_out() {
+    let mut h = H::new(MemoryStore::new());
+    // A promote that never happened, then one that does: the entry names the latter.
+    intend(&mut h, MembershipKind::Promote, 4, "mallory");
+    intend(&mut h, MembershipKind::Remove, 5, "bob");
+    intend(&mut h, MembershipKind::Promote, 4, "alice");
+    assert_eq!(
+        membership(&mut h.store, &applied(9, &[1, 2, 3, 4], &[5])).unwrap(),
+        Some(1)
+    );
+    assert!(matches!(
+        last(&h, 1),
+        AuditAction::MembershipChange { index: 9, .. }
+    ));
+    let pending = h.store.placement().unwrap().membership_intents;
+    let admins: Vec<&str> = pending.iter().map(|i| i.admin.as_str()).collect();
+    assert_eq!(admins, ["mallory", "bob"]);
+    // At most MAX_MEMBERSHIP_INTENTS stay pending; the oldest go first.
+    for member in 10..20 {
+        intend(&mut h, MembershipKind::Add, member, "alice");
+    }
+    let pending = h.store.placement().unwrap().membership_intents;
+    assert_eq!(pending.len(), idem_core::placement::MAX_MEMBERSHIP_INTENTS);
+    assert_eq!(pending[0].change.member, 12);
+    // An intent naming no member is refused.
+    let zero = MembershipIntent {
+        kind: MembershipKind::Remove,
+        member: 0,
+    };
+    refused(
+        h.apply(Command::MembershipIntent(by_alice(zero))),
+        "INVALID_ARGUMENT",
+    );
 }
 
 #[test]

@@ -157,10 +157,18 @@ pub mod reason {
     /// PERMISSION_DENIED: the call needs a role the caller does not have (`operator` or
     /// `admin`).
     pub const ROLE_FORBIDDEN: &str = "ROLE_FORBIDDEN";
-    /// A backup of this cluster cannot be taken as one file (it has region groups).
+    /// FAILED_PRECONDITION: this node cannot back up every group yet (it does not run a
+    /// region group the configuration names: still provisioning); retry or ask another node.
     pub const BACKUP_UNSUPPORTED: &str = "BACKUP_UNSUPPORTED";
     /// ALREADY_EXISTS: a replicated token of that name exists (`Admin.CreateToken`).
     pub const TOKEN_EXISTS: &str = "TOKEN_EXISTS";
+    /// UNAVAILABLE: this node's Raft stopped (a failed fsync or write of its storage, or a
+    /// shutdown) and it serves nothing until restarted; nothing was done: use another node.
+    pub const NODE_STOPPED: &str = "NODE_STOPPED";
+    /// RESOURCE_EXHAUSTED: the node's disk is below its reserve (`limits.disk_reserve`);
+    /// writes are refused until space is freed, reads and replays still work. Nothing was
+    /// proposed.
+    pub const DISK_FULL: &str = "DISK_FULL";
 
     /// Every reason with its gRPC status code.
     pub const ALL: &[(&str, Code)] = &[
@@ -197,6 +205,8 @@ pub mod reason {
         (ROLE_FORBIDDEN, Code::PermissionDenied),
         (BACKUP_UNSUPPORTED, Code::FailedPrecondition),
         (TOKEN_EXISTS, Code::AlreadyExists),
+        (NODE_STOPPED, Code::Unavailable),
+        (DISK_FULL, Code::ResourceExhausted),
     ];
 
     /// The gRPC status code of a reason, or `None` for a reason this version does not

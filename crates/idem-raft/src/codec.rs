@@ -25,7 +25,11 @@
 //!   among its entries ([`entries_version`]): version 2 added `Command::Abandon`, which
 //!   the leader proposes only for endpoints that opt in to `abandon_after`, and
 //!   `Command::Tokens`, proposed only when an admin creates or revokes a replicated token,
-//!   so every other message stays readable by version-1 nodes.
+//!   and `ReconcileTarget::Cancelled`, proposed only when an operator or the reconciler
+//!   cancels a record, so every other message stays readable by version-1 nodes. Version
+//!   3 added `Command::MembershipIntent`, proposed only before an admin's membership
+//!   change, so that a version-2 node refuses the change (it would apply the membership
+//!   entry without its audit entry) instead of diverging.
 //!
 //! A refusal answers `FAILED_PRECONDITION` naming both versions, and is logged (at most
 //! once per [`REFUSAL_LOG_INTERVAL`]: a refused leader retries every heartbeat).
@@ -33,6 +37,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use idem_core::command::ReconcileTarget;
 use idem_core::Command;
 use idem_proto::raft_v1::Format;
 use idem_store::Entry;
@@ -48,11 +53,15 @@ pub(crate) const FORMAT: Format = Format::BincodeV1;
 /// entries all have this layout says so (`entry_version`).
 pub const ENTRY_VERSION_WRITTEN: u32 = 1;
 /// The log-entry version that added `Command::Abandon`, which the leader proposes only for
-/// endpoints that opt in to `abandon_after`, and `Command::Tokens`, proposed only by
-/// `Admin.CreateToken`/`RevokeToken` (docs/operations.md, "Upgrades").
+/// endpoints that opt in to `abandon_after`, `Command::Tokens`, proposed only by
+/// `Admin.CreateToken`/`RevokeToken`, and a `Reconcile` to CANCELLED (docs/operations.md,
+/// "Upgrades").
 pub const ENTRY_VERSION_ABANDON: u32 = 2;
+/// The log-entry version that added `Command::MembershipIntent`, proposed only by
+/// `Admin.AddMember`/`PromoteMember`/`RemoveMember` (docs/operations.md, "Upgrades").
+pub const ENTRY_VERSION_MEMBERSHIP_INTENT: u32 = 3;
 /// The newest log-entry version this release understands.
-pub const ENTRY_VERSION_READ: u32 = ENTRY_VERSION_ABANDON;
+pub const ENTRY_VERSION_READ: u32 = ENTRY_VERSION_MEMBERSHIP_INTENT;
 
 // A release always reads what it writes.
 const _: () = assert!(ENTRY_VERSION_WRITTEN <= ENTRY_VERSION_READ);
@@ -119,6 +128,10 @@ pub(crate) fn entries_version(entries: &[Entry]) -> u32 {
 fn command_version(command: &Command) -> u32 {
     match command {
         Command::Abandon(_) | Command::Tokens(_) => ENTRY_VERSION_ABANDON,
+        Command::Reconcile(reconcile) if reconcile.target == ReconcileTarget::Cancelled => {
+            ENTRY_VERSION_ABANDON
+        }
+        Command::MembershipIntent(_) => ENTRY_VERSION_MEMBERSHIP_INTENT,
         _ => ENTRY_VERSION_WRITTEN,
     }
 }
@@ -350,6 +363,35 @@ mod tests {
             },
         );
         assert_eq!(entries_version(&[revoke]), ENTRY_VERSION_ABANDON);
+        let reconcile = |target| {
+            let command = Command::Reconcile(idem_core::command::Reconcile {
+                operation_id: idem_core::OperationId::from_bytes([7; 16]),
+                expected_version: 3,
+                target,
+                reason: "provider has no trace".into(),
+                admin: "reconciler".into(),
+            });
+            let request = Request {
+                stamp: idem_core::Timestamp(1),
+                command,
+            };
+            entries_version(&[Entry::new_normal(log_id(7, 2, 15), request)])
+        };
+        assert_eq!(reconcile(ReconcileTarget::Cancelled), ENTRY_VERSION_ABANDON);
+        let retry = ReconcileTarget::RetryableFailure(idem_core::ErrorSummary::default());
+        assert_eq!(reconcile(retry), ENTRY_VERSION_WRITTEN);
+        let intent = idem_core::audit::MembershipIntent {
+            kind: idem_core::audit::MembershipKind::Add,
+            member: 4,
+        };
+        let intent = Request {
+            stamp: idem_core::Timestamp(1),
+            command: Command::MembershipIntent(idem_core::command::Audited::new(
+                intent, "root", "grow",
+            )),
+        };
+        let intent = Entry::new_normal(log_id(7, 2, 16), intent);
+        assert_eq!(entries_version(&[intent]), ENTRY_VERSION_MEMBERSHIP_INTENT);
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub mod node;
 pub mod policy;
 pub mod replica;
 pub mod shutdown;
+pub mod signals;
 pub mod stats;
 pub mod stuck;
 pub mod sweep;

@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use idem_core::ClaimKind;
 
 use crate::backend::RaftStatus;
+use crate::signals::{KeyWarning, Signal};
 use crate::stats::RecordStats;
 use crate::usage::Usage;
 
@@ -69,6 +70,9 @@ pub struct Metrics {
     /// `idem_tenant_claims_total{tenant,signal}`: claims answered by this node, by tenant
     /// and what they reveal about the caller (see [`Metrics::count_tenant_claim`]).
     pub tenant_claims: IntCounterVec,
+    /// `idem_key_warnings_total{tenant,warning}`: claims whose key looks weak, by tenant and
+    /// warning (see [`Metrics::count_key_warnings`]).
+    pub key_warnings: IntCounterVec,
     /// The tenants with their own `idem_tenant_claims_total` series (at most
     /// [`MAX_TENANT_SERIES`] - 1, first come first served; later tenants count under
     /// [`OTHER_LABEL`]).
@@ -111,6 +115,13 @@ pub struct Metrics {
     pub data_dir_bytes: IntGauge,
     /// `idem_snapshot_bytes`: bytes of the current Raft snapshots (every group's).
     pub snapshot_bytes: IntGauge,
+    /// `idem_disk_free_bytes`: bytes free on the data directory's filesystem (the disk
+    /// guard's last sample).
+    pub disk_free_bytes: IntGauge,
+    /// `idem_disk_reserve_bytes`: `limits.disk_reserve`.
+    pub disk_reserve_bytes: IntGauge,
+    /// `idem_disk_full`: 1 while the free space is below the reserve (writes refused).
+    pub disk_full: IntGauge,
     /// `idem_process_resident_memory_bytes`: the process's resident set size.
     pub resident_memory_bytes: IntGauge,
     /// `idem_raft_term`.
@@ -211,6 +222,7 @@ impl Metrics {
             abandoned: counter(&r, "idem_abandoned_total", "Abandoned claims (stage NOT_CALLED, no live lease) deleted after their endpoint's abandon_after."),
             stuck_scan_failures: counter(&r, "idem_stuck_scan_failures_total", "Stuck-record scan ticks that failed (retried at the next tick)."),
             tenant_claims: counter_vec(&r, "idem_tenant_claims_total", "Claims answered by this node, by tenant and signal: claim (every claim), replay (answered from a stored result), mismatch (same key, different request), in_flight (collided with a live lease). At most 100 tenants; later ones under _other.", &["tenant", "signal"]),
+            key_warnings: counter_vec(&r, "idem_key_warnings_total", "Claims whose key looks weak (key_warnings), by tenant and warning: sequential (digits: a counter or row id), timestamp, short (under 16 characters), low_entropy (repeated characters). Never refused. The same tenants as idem_tenant_claims_total; the rest under _other.", &["tenant", "warning"]),
             signal_tenants: Mutex::new(BTreeSet::new()),
             rpc_duration: histogram_vec(&r, "idem_rpc_duration_seconds", "gRPC request handling time, by service, method and status code.", &["service", "method", "code"]),
             rpc_errors: counter_vec(&r, "idem_rpc_errors_total", "Failed gRPC requests, by method and machine-readable reason.", &["method", "reason"]),
@@ -228,6 +240,9 @@ impl Metrics {
             group_is_leader: gauge_vec(&r, "idem_group_is_leader", "1 when this node is the region group's leader.", &["group"]),
             data_dir_bytes: gauge(&r, "idem_data_dir_bytes", "Bytes of every file under the node's data directory (RocksDB, Raft logs, snapshots), measured when scraped."),
             snapshot_bytes: gauge(&r, "idem_snapshot_bytes", "Bytes of the node's current Raft snapshot files, every group's, measured when scraped."),
+            disk_free_bytes: gauge(&r, "idem_disk_free_bytes", "Bytes free on the data directory's filesystem, as the disk guard last sampled them (statvfs)."),
+            disk_reserve_bytes: gauge(&r, "idem_disk_reserve_bytes", "Bytes the disk guard keeps free (limits.disk_reserve); below it, writes are refused with DISK_FULL."),
+            disk_full: gauge(&r, "idem_disk_full", "1 while the data directory's free space is below limits.disk_reserve: claims and worker mutations are refused (DISK_FULL), reads and replays go on."),
             resident_memory_bytes: gauge(&r, "idem_process_resident_memory_bytes", "Resident set size of the idemd process, read when scraped."),
             raft_term: gauge(&r, "idem_raft_term", "Current Raft term."),
             raft_is_leader: gauge(&r, "idem_raft_is_leader", "1 when this node is the Raft leader."),
@@ -290,22 +305,27 @@ impl Metrics {
     }
 
     /// Counts a claim answer of `tenant` in `idem_tenant_claims_total`: `claim` always, and
-    /// the misuse signal its kind is: `replay` (COMPLETED or FAILED: a retry of finished
-    /// work; a high rate is normal for flaky networks, a rate near 1 means callers retry
-    /// what already succeeded), `mismatch` (FINGERPRINT_MISMATCH: one key reused for a
-    /// different request) or `in_flight` (IN_PROGRESS: a retry while the first attempt
-    /// still runs, e.g. a client timeout shorter than the work).
+    /// the misuse [`Signal`] its kind is (`replay`, `mismatch` or `in_flight`).
     pub fn count_tenant_claim(&self, tenant: &str, kind: ClaimKind) {
         let tenant = self.signal_tenant(tenant);
-        let signal = match kind {
-            ClaimKind::Completed | ClaimKind::Failed => Some("replay"),
-            ClaimKind::FingerprintMismatch => Some("mismatch"),
-            ClaimKind::InProgress => Some("in_flight"),
-            _ => None,
-        };
+        let signal = Signal::of(kind).map(Signal::label);
         for signal in std::iter::once("claim").chain(signal) {
             self.tenant_claims
                 .with_label_values(&[tenant.as_str(), signal])
+                .inc();
+        }
+    }
+
+    /// Counts a claim of `tenant` in `idem_key_warnings_total` once per warning of its key
+    /// (none for a key that looks random: the tenant gets no series).
+    pub fn count_key_warnings(&self, tenant: &str, warnings: &[KeyWarning]) {
+        if warnings.is_empty() {
+            return;
+        }
+        let tenant = self.signal_tenant(tenant);
+        for warning in warnings {
+            self.key_warnings
+                .with_label_values(&[tenant.as_str(), warning.label()])
                 .inc();
         }
     }

@@ -1,8 +1,11 @@
 //! The audit log on a real node with authentication on: every admin change made with an
 //! admin token is read back through `Admin.ListAudit` under the admin's name and the
-//! reason it sent, filters and paging work, an operator sees only its tenants' entries,
+//! reason it sent (membership changes with the index of the membership entry that wrote
+//! them), filters and paging work, an operator sees only its tenants' entries,
 //! and the leader's `Forward` service refuses a forwarded placement change whose principal
 //! is missing or not an admin (and leaves the configuration as it was).
+
+mod support;
 
 use std::path::Path;
 use std::time::Duration;
@@ -11,73 +14,27 @@ use idem_core::command::Audited;
 use idem_core::placement::{ClusterChange, Mode};
 use idem_core::Command;
 use idem_proto::raft_v1 as rpb;
+use idem_proto::reason;
 use idem_proto::v1 as pb;
 use idem_proto::v1::admin_client::AdminClient;
-use idem_proto::{reason, status};
 use idem_server::api::AUDIT_REASON_METADATA_KEY;
-use idem_server::auth::{token_digest, AuthMode};
-use idem_server::config::AuthConfig;
-use idem_server::{Config, Node, NodeHandle};
+use idem_server::NodeHandle;
+use support::{connect, refused, with_token, ACME_WORKER, ADMIN, OPERATOR as ACME_OPERATOR};
 use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
 use tonic::{Code, Request};
 
-const ADMIN: &str = "idem_audit_admin_token";
-const ACME_OPERATOR: &str = "idem_audit_acme_operator";
-const ACME_WORKER: &str = "idem_audit_acme_worker";
-
-fn credentials(dir: &Path) -> std::path::PathBuf {
-    let entry = |name: &str, token: &str, role: &str, tenants: &str| {
-        format!(
-            "[[token]]\nname = \"{name}\"\nsha256 = \"{}\"\nrole = \"{role}\"\ntenants = [{tenants}]\n\n",
-            token_digest(token)
-        )
-    };
-    let text = [
-        entry("root", ADMIN, "admin", "\"*\""),
-        entry("acme-ops", ACME_OPERATOR, "operator", "\"acme\""),
-        entry("acme-worker", ACME_WORKER, "worker", "\"acme\""),
-    ]
-    .concat();
-    let path = dir.join("credentials.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
+/// A node alone with authentication on; membership calls give up on an unreachable learner
+/// after 2 s.
 async fn start(dir: &Path) -> NodeHandle {
-    let any = "127.0.0.1:0".parse().unwrap();
-    let mut config = Config {
-        data_dir: dir.join("data"),
-        api_addr: any,
-        raft_addr: any,
-        http_addr: any,
-        auth: AuthConfig {
-            mode: AuthMode::On,
-            credentials: Some(credentials(dir)),
-        },
-        write_timeout: Duration::from_secs(2),
-        ..Config::default()
-    };
-    config.raft.heartbeat_interval = Duration::from_millis(50);
-    config.raft.election_timeout = Duration::from_millis(300);
-    let node = Node::start(config).await.expect("node starts");
-    node.wait_ready(Duration::from_secs(10)).await.unwrap();
-    node
-}
-
-async fn connect(addr: std::net::SocketAddr) -> Channel {
-    Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap()
+    let mut config = support::single_config(dir, support::auth_on(dir));
+    config.write_timeout = Duration::from_secs(2);
+    support::start(config).await
 }
 
 /// `message` with a bearer token and, if given, an audit reason.
 fn call<T>(message: T, token: &str, why: Option<&str>) -> Request<T> {
-    let mut request = Request::new(message);
-    let bearer = MetadataValue::try_from(format!("Bearer {token}")).unwrap();
-    request.metadata_mut().insert("authorization", bearer);
+    let mut request = with_token(message, Some(token));
     if let Some(why) = why {
         let why = MetadataValue::try_from(why).unwrap();
         request
@@ -103,8 +60,7 @@ fn kinds(page: &pb::ListAuditResponse) -> Vec<&str> {
 }
 
 fn denied(status: &tonic::Status, expected: &str) {
-    assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
-    assert_eq!(status::reason_of(status).as_deref(), Some(expected));
+    refused(status, Code::PermissionDenied, expected);
 }
 
 /// Makes every kind of admin change as `root`, with a reason each.
@@ -164,7 +120,7 @@ async fn make_changes(admin: &mut AdminClient<Channel>) {
 async fn admin_changes_are_read_back_by_principal_with_filters() {
     let dir = tempfile::tempdir().unwrap();
     let node = start(dir.path()).await;
-    let mut admin = AdminClient::new(connect(node.api_addr()).await);
+    let mut admin = AdminClient::new(support::channel(&node).await);
     let before = pb::ListAuditRequest::default();
     assert!(list(&mut admin, ADMIN, before)
         .await
@@ -214,6 +170,9 @@ async fn admin_changes_are_read_back_by_principal_with_filters() {
     assert_eq!(added.details["learners"], "9");
     assert_eq!(all.entries[6].details["change"], "remove");
     assert_eq!(all.entries[6].details["learners"], "");
+    // Each written when its membership entry was applied, naming that entry.
+    let index = |e: &pb::AuditEntry| e.details["log_index"].parse::<u64>().unwrap();
+    assert!(0 < index(added) && index(added) < index(&all.entries[6]));
 
     // By kind, by tenant.
     let binds = pb::ListAuditRequest {
@@ -277,11 +236,7 @@ async fn admin_changes_are_read_back_by_principal_with_filters() {
         ..Default::default()
     };
     let error = list(&mut admin, ADMIN, bad_kind).await.unwrap_err();
-    assert_eq!(error.code(), Code::InvalidArgument);
-    assert_eq!(
-        status::reason_of(&error).as_deref(),
-        Some(reason::INVALID_ARGUMENT)
-    );
+    refused(&error, Code::InvalidArgument, reason::INVALID_ARGUMENT);
     node.shutdown().await.unwrap();
 }
 
@@ -289,7 +244,7 @@ async fn admin_changes_are_read_back_by_principal_with_filters() {
 async fn an_operator_sees_only_its_tenants_entries() {
     let dir = tempfile::tempdir().unwrap();
     let node = start(dir.path()).await;
-    let mut admin = AdminClient::new(connect(node.api_addr()).await);
+    let mut admin = AdminClient::new(support::channel(&node).await);
     make_changes(&mut admin).await;
 
     let own = list(&mut admin, ACME_OPERATOR, pb::ListAuditRequest::default())
@@ -361,7 +316,7 @@ async fn a_forwarded_placement_change_needs_an_admin_principal() {
         }
     }
     // Nothing changed, nothing audited.
-    let mut admin = AdminClient::new(connect(node.api_addr()).await);
+    let mut admin = AdminClient::new(support::channel(&node).await);
     let config = admin
         .get_cluster_config(call(pb::GetClusterConfigRequest {}, ADMIN, None))
         .await

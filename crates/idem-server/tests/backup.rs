@@ -3,8 +3,9 @@
 //! acknowledged before it started; restored into a new cluster (one restored node, two that
 //! join), every such record is found with its result and fence; a damaged file is refused.
 
-use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,89 +16,11 @@ use idem_proto::v1::backup_client::BackupClient;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
 use idem_proto::v1::save_snapshot_response::Part;
 use idem_server::config::AuthConfig;
-use idem_server::{ClusterConfig, Config, InitialMember, Node, NodeHandle};
+use idem_server::{ClusterConfig, InitialMember, Node, NodeHandle};
 use idem_store::{BackupError, BackupFile, NodeInfo};
+use support::{channel, member, node_config, roles};
 use tokio::sync::watch;
 use tonic::transport::Channel;
-
-fn free_addr() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap()
-}
-
-fn member(id: u64) -> InitialMember {
-    InitialMember {
-        id,
-        raft_addr: free_addr(),
-        api_addr: free_addr(),
-        region: Some("local".into()),
-        zone: Some(format!("local-{id}")),
-    }
-}
-
-fn config(data_dir: PathBuf, me: &InitialMember, cluster: ClusterConfig) -> Config {
-    let mut config = Config {
-        node_id: me.id,
-        data_dir,
-        api_addr: me.api_addr,
-        raft_addr: me.raft_addr,
-        http_addr: "127.0.0.1:0".parse().unwrap(),
-        region: "local".into(),
-        zone: format!("local-{}", me.id),
-        write_timeout: Duration::from_secs(5),
-        read_timeout: Duration::from_secs(5),
-        shutdown_grace: Duration::from_secs(2),
-        cluster,
-        auth: AuthConfig::off(),
-        ..Config::default()
-    };
-    config.raft.heartbeat_interval = Duration::from_millis(100);
-    config.raft.election_timeout = Duration::from_millis(500);
-    config
-}
-
-async fn three_nodes(dir: &Path) -> Vec<NodeHandle> {
-    let members: Vec<InitialMember> = (1..=3).map(member).collect();
-    let cluster = ClusterConfig {
-        initial_members: members.clone(),
-        join: false,
-    };
-    let starts = members.iter().map(|m| {
-        Node::start(config(
-            dir.join(format!("old-{}", m.id)),
-            m,
-            cluster.clone(),
-        ))
-    });
-    let nodes: Vec<NodeHandle> = futures::future::join_all(starts)
-        .await
-        .into_iter()
-        .map(|n| n.expect("node starts"))
-        .collect();
-    for node in &nodes {
-        node.wait_ready(Duration::from_secs(20)).await.unwrap();
-    }
-    nodes
-}
-
-async fn channel(node: &NodeHandle) -> Channel {
-    Channel::from_shared(format!("http://{}", node.api_addr()))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap()
-}
-
-fn leader_index(nodes: &[NodeHandle]) -> usize {
-    use openraft::async_runtime::WatchReceiver;
-    let leader = nodes[0]
-        .raft()
-        .metrics()
-        .borrow_watched()
-        .current_leader
-        .unwrap();
-    nodes.iter().position(|n| n.node_id() == leader).unwrap()
-}
 
 /// A claim or complete the cluster acknowledged, and when.
 #[derive(Clone, Debug)]
@@ -205,7 +128,7 @@ async fn get(client: &mut IdempotencyClient<Channel>, key: &str) -> pb::Record {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_backup_under_load_restores_every_acknowledged_record() {
     let dir = tempfile::tempdir().unwrap();
-    let nodes = three_nodes(dir.path()).await;
+    let nodes = support::three_nodes(dir.path(), AuthConfig::off()).await;
     let mut channels = Vec::new();
     for node in &nodes {
         channels.push(channel(node).await);
@@ -217,7 +140,7 @@ async fn a_backup_under_load_restores_every_acknowledged_record() {
     while acks.lock().unwrap().len() < 150 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let follower = (leader_index(&nodes) + 1) % nodes.len();
+    let follower = roles(&nodes).1[0];
     let file = dir.path().join("backup.idembk");
     let started = Instant::now();
     let (header, trailer) = save(&nodes[follower], &file).await;
@@ -263,8 +186,8 @@ async fn a_backup_under_load_restores_every_acknowledged_record() {
     // Restore: node 1 from the file, at new addresses; 2 and 3 join it.
     let members: Vec<InitialMember> = (1..=3).map(member).collect();
     let info = |m: &InitialMember| NodeInfo {
-        region: "local".into(),
-        zone: format!("local-{}", m.id),
+        region: m.region.clone().unwrap(),
+        zone: m.zone.clone().unwrap(),
         raft_addr: m.raft_addr.to_string(),
         api_addr: m.api_addr.to_string(),
     };
@@ -273,7 +196,7 @@ async fn a_backup_under_load_restores_every_acknowledged_record() {
     let again = idem_store::restore(&backup, &seeded, 1, info(&members[0]));
     assert!(matches!(again, Err(BackupError::NotEmpty(_))), "{again:?}");
     let alone = ClusterConfig::default();
-    let first = Node::start(config(seeded, &members[0], alone))
+    let first = Node::start(node_config(seeded, &members[0], alone, AuthConfig::off()))
         .await
         .unwrap();
     first.wait_ready(Duration::from_secs(20)).await.unwrap();
@@ -284,21 +207,18 @@ async fn a_backup_under_load_restores_every_acknowledged_record() {
     let mut restored = vec![first];
     let mut admin = AdminClient::new(channel(&restored[0]).await);
     for m in &members[1..] {
-        let node = Node::start(config(
-            dir.path().join(format!("new-{}", m.id)),
-            m,
-            joining.clone(),
-        ))
-        .await
-        .unwrap();
+        let data_dir = dir.path().join(format!("new-{}", m.id));
+        let node = Node::start(node_config(data_dir, m, joining.clone(), AuthConfig::off()))
+            .await
+            .unwrap();
         admin
             .add_member(pb::AddMemberRequest {
                 member: Some(pb::Member {
                     id: m.id,
                     raft_addr: m.raft_addr.to_string(),
                     api_addr: m.api_addr.to_string(),
-                    region: "local".into(),
-                    zone: format!("local-{}", m.id),
+                    region: m.region.clone().unwrap(),
+                    zone: m.zone.clone().unwrap(),
                     ..Default::default()
                 }),
             })

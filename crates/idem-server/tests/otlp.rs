@@ -5,16 +5,15 @@
 //!
 //! Its own test binary: the trace exporter is part of the process-wide subscriber.
 
-use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
+mod support;
+
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use idem_proto::testing::requests;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
 use idem_server::config::{AuthConfig, LogFormat};
-use idem_server::{telemetry, ClusterConfig, Config, InitialMember, Node, NodeHandle};
-use openraft::async_runtime::WatchReceiver;
+use idem_server::telemetry;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
@@ -77,60 +76,6 @@ fn attribute<'a>(span: &'a Span, key: &str) -> Option<&'a str> {
         })
 }
 
-fn free_addr() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap()
-}
-
-fn member(id: u64) -> InitialMember {
-    InitialMember {
-        id,
-        raft_addr: free_addr(),
-        api_addr: free_addr(),
-        region: Some(format!("r{id}")),
-        zone: Some(format!("r{id}-a")),
-    }
-}
-
-fn config(dir: &Path, me: &InitialMember, cluster: ClusterConfig) -> Config {
-    let mut config = Config {
-        node_id: me.id,
-        data_dir: dir.join(format!("n{}", me.id)),
-        api_addr: me.api_addr,
-        raft_addr: me.raft_addr,
-        http_addr: "127.0.0.1:0".parse().unwrap(),
-        region: format!("r{}", me.id),
-        zone: format!("r{}-a", me.id),
-        shutdown_grace: Duration::from_secs(2),
-        cluster,
-        auth: AuthConfig::off(),
-        ..Config::default()
-    };
-    config.raft.heartbeat_interval = Duration::from_millis(100);
-    config.raft.election_timeout = Duration::from_millis(500);
-    config
-}
-
-async fn three_nodes(dir: &Path) -> Vec<NodeHandle> {
-    let members: Vec<InitialMember> = (1..=3).map(member).collect();
-    let cluster = ClusterConfig {
-        initial_members: members.clone(),
-        join: false,
-    };
-    let starts = members
-        .iter()
-        .map(|m| Node::start(config(dir, m, cluster.clone())));
-    let nodes: Vec<NodeHandle> = futures::future::join_all(starts)
-        .await
-        .into_iter()
-        .map(|n| n.expect("node starts"))
-        .collect();
-    for node in &nodes {
-        node.wait_ready(Duration::from_secs(20)).await.unwrap();
-    }
-    nodes
-}
-
 /// Exports the queued spans (blocking, off the runtime's workers).
 async fn flush(telemetry: telemetry::Telemetry) -> telemetry::Telemetry {
     tokio::task::spawn_blocking(move || {
@@ -148,9 +93,8 @@ async fn a_forwarded_claim_is_one_trace_across_follower_and_leader() {
     // Logs at warn: the trace layer keeps idem's info spans whatever the log level.
     let telemetry = telemetry::init(LogFormat::Text, "warn", Some(&endpoint)).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let nodes = three_nodes(dir.path()).await;
-    let leader = nodes[0].raft().metrics().borrow_watched().current_leader;
-    let follower = nodes.iter().find(|n| Some(n.node_id()) != leader).unwrap();
+    let nodes = support::three_nodes(dir.path(), AuthConfig::off()).await;
+    let follower = &nodes[support::roles(&nodes).1[0]];
 
     let mut client = IdempotencyClient::connect(format!("http://{}", follower.api_addr()))
         .await
@@ -193,9 +137,7 @@ async fn a_forwarded_claim_is_one_trace_across_follower_and_leader() {
     assert_ne!(hop.span_id, rpc.span_id);
     assert_eq!(rpc.trace_id.len(), 16);
 
-    for node in nodes {
-        node.shutdown().await.unwrap();
-    }
+    support::shutdown(nodes).await;
     tokio::task::spawn_blocking(move || telemetry.shutdown())
         .await
         .unwrap();

@@ -1,8 +1,11 @@
 //! Authentication and authorization on a real node: who may call what, and that a refused
 //! call changes nothing (checked by reading the record back as its owner).
 
+#[path = "permissions/matrix.rs"]
+mod matrix;
+mod support;
+
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::Duration;
 
 use idem_proto::testing::requests;
@@ -11,73 +14,8 @@ use idem_proto::v1::admin_client::AdminClient;
 use idem_proto::v1::backup_client::BackupClient;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
 use idem_proto::{reason, status};
-use idem_server::auth::{token_digest, AuthMode};
-use idem_server::config::AuthConfig;
-use idem_server::{Config, Node, NodeHandle};
-use tonic::metadata::MetadataValue;
-use tonic::transport::Channel;
-use tonic::{Code, Request};
-
-const ACME_WORKER: &str = "idem_acme_worker_token";
-const GLOBEX_WORKER: &str = "idem_globex_worker_token";
-const OPERATOR: &str = "idem_acme_operator_token";
-const ADMIN: &str = "idem_admin_token";
-
-fn credentials(dir: &Path) -> std::path::PathBuf {
-    let entry = |name: &str, token: &str, role: &str, tenants: &str| {
-        format!(
-            "[[token]]\nname = \"{name}\"\nsha256 = \"{}\"\nrole = \"{role}\"\ntenants = [{tenants}]\n\n",
-            token_digest(token)
-        )
-    };
-    let text = [
-        entry("acme-worker", ACME_WORKER, "worker", "\"acme\""),
-        entry("globex-worker", GLOBEX_WORKER, "worker", "\"globex\""),
-        entry("acme-operator", OPERATOR, "operator", "\"acme\""),
-        entry("root", ADMIN, "admin", "\"*\""),
-    ]
-    .concat();
-    let path = dir.join("credentials.toml");
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-async fn start(dir: &Path) -> NodeHandle {
-    let any = "127.0.0.1:0".parse().unwrap();
-    let mut config = Config {
-        data_dir: dir.join("data"),
-        api_addr: any,
-        raft_addr: any,
-        http_addr: any,
-        auth: AuthConfig {
-            mode: AuthMode::On,
-            credentials: Some(credentials(dir)),
-        },
-        ..Config::default()
-    };
-    config.raft.heartbeat_interval = Duration::from_millis(50);
-    config.raft.election_timeout = Duration::from_millis(300);
-    let node = Node::start(config).await.expect("node starts");
-    node.wait_ready(Duration::from_secs(10)).await.unwrap();
-    node
-}
-
-async fn channel(node: &NodeHandle) -> Channel {
-    Channel::from_shared(format!("http://{}", node.api_addr()))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap()
-}
-
-fn with_token<T>(message: T, token: Option<&str>) -> Request<T> {
-    let mut request = Request::new(message);
-    if let Some(token) = token {
-        let value = MetadataValue::try_from(format!("Bearer {token}")).unwrap();
-        request.metadata_mut().insert("authorization", value);
-    }
-    request
-}
+use support::{channel, refused, with_token, ACME_WORKER, ADMIN, GLOBEX_WORKER, OPERATOR};
+use tonic::Code;
 
 fn scope(tenant: &str) -> pb::Scope {
     requests::scope(tenant)
@@ -92,19 +30,10 @@ fn claim(tenant: &str, key: &str) -> pb::ClaimRequest {
     )
 }
 
-fn refused(status: &tonic::Status, code: Code, expected: &str) {
-    assert_eq!(status.code(), code, "{status:?}");
-    assert_eq!(
-        status::reason_of(status).as_deref(),
-        Some(expected),
-        "{status:?}"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_reach_only_their_tenants_and_refusals_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let node = start(dir.path()).await;
+    let node = support::secured_node(dir.path()).await;
     let mut api = IdempotencyClient::new(channel(&node).await);
 
     // No credential, an unknown token, a malformed header: UNAUTHENTICATED.
@@ -200,7 +129,7 @@ async fn workers_reach_only_their_tenants_and_refusals_change_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_calls_need_their_role_and_operators_their_tenants() {
     let dir = tempfile::tempdir().unwrap();
-    let node = start(dir.path()).await;
+    let node = support::secured_node(dir.path()).await;
     let mut admin = AdminClient::new(channel(&node).await);
 
     let error = admin
@@ -257,7 +186,7 @@ async fn admin_calls_need_their_role_and_operators_their_tenants() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_token_stops_working_within_a_second() {
     let dir = tempfile::tempdir().unwrap();
-    let node = start(dir.path()).await;
+    let node = support::secured_node(dir.path()).await;
     let mut api = IdempotencyClient::new(channel(&node).await);
     api.claim(with_token(claim("acme", "r1"), Some(ACME_WORKER)))
         .await
@@ -298,7 +227,7 @@ async fn a_revoked_token_stops_working_within_a_second() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backups_need_an_admin_of_every_tenant() {
     let dir = tempfile::tempdir().unwrap();
-    let node = start(dir.path()).await;
+    let node = support::secured_node(dir.path()).await;
     let mut backup = BackupClient::new(channel(&node).await);
     let save = |token| with_token(pb::SaveSnapshotRequest {}, token);
 
@@ -325,7 +254,7 @@ async fn backups_need_an_admin_of_every_tenant() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_are_managed_by_an_admin_of_every_tenant_only() {
     let dir = tempfile::tempdir().unwrap();
-    let node = start(dir.path()).await;
+    let node = support::secured_node(dir.path()).await;
     let mut admin = AdminClient::new(channel(&node).await);
     let create = || pb::CreateTokenRequest {
         name: "minted".into(),
@@ -408,6 +337,77 @@ async fn tokens_are_managed_by_an_admin_of_every_tenant_only() {
         .unwrap();
     admin
         .revoke_token(with_token(revoke(), Some(ADMIN)))
+        .await
+        .unwrap();
+    node.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn top_keys_and_tenants_need_an_operator_of_their_tenants() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = support::secured_node(dir.path()).await;
+    let mut api = IdempotencyClient::new(channel(&node).await);
+    for _ in 0..3 {
+        api.claim(with_token(claim("acme", "hot-key-1"), Some(ACME_WORKER)))
+            .await
+            .unwrap();
+    }
+    let mut admin = AdminClient::new(channel(&node).await);
+    let keys = |tenant: &str| pb::TopKeysRequest {
+        tenant: tenant.into(),
+        limit: 5,
+    };
+    let tenants = || pb::TopTenantsRequest { limit: 5 };
+
+    let error = admin
+        .top_keys(with_token(keys("acme"), Some(ACME_WORKER)))
+        .await
+        .unwrap_err();
+    refused(&error, Code::PermissionDenied, reason::ROLE_FORBIDDEN);
+    let top = admin
+        .top_keys(with_token(keys("acme"), Some(OPERATOR)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(top.keys.len(), 1, "{top:?}");
+    assert_eq!(top.keys[0].claims.round(), 3.0, "{top:?}");
+    assert!(
+        !format!("{top:?}").contains("hot-key-1"),
+        "never the raw key"
+    );
+    for tenant in ["globex", ""] {
+        let error = admin
+            .top_keys(with_token(keys(tenant), Some(OPERATOR)))
+            .await
+            .unwrap_err();
+        refused(&error, Code::PermissionDenied, reason::TENANT_FORBIDDEN);
+    }
+    let error = admin
+        .top_tenants(with_token(tenants(), Some(OPERATOR)))
+        .await
+        .unwrap_err();
+    refused(&error, Code::PermissionDenied, reason::TENANT_FORBIDDEN);
+    let error = admin
+        .top_tenants(with_token(
+            pb::TopTenantsRequest { limit: 101 },
+            Some(ADMIN),
+        ))
+        .await
+        .unwrap_err();
+    refused(&error, Code::InvalidArgument, reason::INVALID_ARGUMENT);
+    let busiest = admin
+        .top_tenants(with_token(tenants(), Some(ADMIN)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(busiest.tenants[0].tenant, "acme");
+    assert_eq!(
+        busiest.tenants[0].in_flight.round(),
+        0.0,
+        "the holder re-sent"
+    );
+    admin
+        .top_keys(with_token(keys(""), Some(ADMIN)))
         .await
         .unwrap();
     node.shutdown().await.unwrap();

@@ -6,6 +6,10 @@
 //! trailing SHA-256 covers both, so [`BackupFile::open`] reads the file once, streaming,
 //! and refuses it whole on a mismatch. (A restore checks the snapshot inside again, frame
 //! by frame, as every snapshot install does.)
+//!
+//! Both formats are read: version 1 (one group) and version 2 (several groups, with a
+//! table of their snapshots' lengths before the digest, which must add up to the bytes
+//! between the header and the table exactly).
 
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
@@ -14,7 +18,10 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::backup::{hex_digest, BackupHeader, BACKUP_MAGIC, BACKUP_VERSION, MAX_HEADER};
+use crate::backup::{
+    check_groups, hex_digest, BackupHeader, BACKUP_MAGIC, BACKUP_VERSION, BACKUP_VERSION_SINGLE,
+    MAX_HEADER,
+};
 use crate::backup_error::BackupError;
 use crate::blob::DIGEST_LEN;
 use crate::codec;
@@ -24,12 +31,17 @@ const PREAMBLE: u64 = 8 + 4 + 4;
 /// Read buffer of the digest check and the copy.
 const BUFFER: usize = 1 << 20;
 
+/// Bytes of one entry of version 2's table of snapshot lengths.
+const LENGTH_ENTRY: u64 = 8;
+
 /// An opened backup file whose digest has been checked.
 #[derive(Debug)]
 pub struct BackupFile {
     file: File,
-    header: BackupHeader,
-    snapshot_start: u64,
+    version: u32,
+    headers: Vec<BackupHeader>,
+    /// Where each group's snapshot starts and how long it is, in the headers' order.
+    sections: Vec<(u64, u64)>,
     len: u64,
     digest: [u8; DIGEST_LEN],
 }
@@ -48,32 +60,56 @@ impl BackupFile {
             return Err(BackupError::Format("wrong magic bytes".into()));
         }
         let version = u32::from_be_bytes(preamble[8..12].try_into().expect("4 bytes"));
-        if version != BACKUP_VERSION {
+        if version != BACKUP_VERSION_SINGLE && version != BACKUP_VERSION {
             return Err(BackupError::Format(format!(
-                "format version {version}, this build reads {BACKUP_VERSION}"
+                "format version {version}, this build reads {BACKUP_VERSION_SINGLE} and \
+                 {BACKUP_VERSION}"
             )));
         }
         let digest = check_digest(&file, len)?;
         let header_len = u32::from_be_bytes(preamble[12..16].try_into().expect("4 bytes"));
         let snapshot_start = PREAMBLE + u64::from(header_len);
-        if header_len > MAX_HEADER || snapshot_start + DIGEST_LEN as u64 > len {
+        let body_end = len - DIGEST_LEN as u64;
+        if header_len > MAX_HEADER || snapshot_start > body_end {
             return Err(BackupError::Format(format!("header of {header_len} bytes")));
         }
         let mut encoded = vec![0u8; header_len as usize];
         file.read_exact_at(&mut encoded, PREAMBLE)?;
-        let header: BackupHeader = codec::decode(&encoded)?;
+        let (headers, sections) = if version == BACKUP_VERSION_SINGLE {
+            let header: BackupHeader = codec::decode(&encoded)?;
+            (
+                vec![header],
+                vec![(snapshot_start, body_end - snapshot_start)],
+            )
+        } else {
+            let headers: Vec<BackupHeader> = codec::decode(&encoded)?;
+            check_groups(&headers)?;
+            let sections = read_sections(&file, snapshot_start, body_end, headers.len())?;
+            (headers, sections)
+        };
         Ok(BackupFile {
             file,
-            header,
-            snapshot_start,
+            version,
+            headers,
+            sections,
             len,
             digest,
         })
     }
 
-    /// What the backup reflects.
+    /// The global group's header (the first group of every backup).
     pub fn header(&self) -> &BackupHeader {
-        &self.header
+        &self.headers[0]
+    }
+
+    /// Every group's header, by group id, the global group first.
+    pub fn headers(&self) -> &[BackupHeader] {
+        &self.headers
+    }
+
+    /// The file's format version.
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     /// The file's length in bytes.
@@ -91,10 +127,12 @@ impl BackupFile {
         hex_digest(&self.digest)
     }
 
-    /// Copies the snapshot inside the file (the `blob` format) to `out`.
-    pub(crate) fn copy_snapshot(&self, out: &mut impl Write) -> io::Result<u64> {
-        let end = self.len - DIGEST_LEN as u64;
-        let mut offset = self.snapshot_start;
+    /// Copies the snapshot of the `group`-th group (in [`Self::headers`]' order; the `blob`
+    /// format) to `out`.
+    pub(crate) fn copy_snapshot(&self, group: usize, out: &mut impl Write) -> io::Result<u64> {
+        let (start, length) = self.sections[group];
+        let end = start + length;
+        let mut offset = start;
         let mut buf = vec![0u8; BUFFER];
         while offset < end {
             let want = usize::try_from(end - offset).map_or(BUFFER, |n| n.min(BUFFER));
@@ -102,8 +140,42 @@ impl BackupFile {
             out.write_all(&buf[..want])?;
             offset += want as u64;
         }
-        Ok(end - self.snapshot_start)
+        Ok(length)
     }
+}
+
+/// Reads version 2's table of `groups` snapshot lengths, which ends at `body_end`; the
+/// snapshots must fill the bytes from `start` to the table exactly.
+fn read_sections(
+    file: &File,
+    start: u64,
+    body_end: u64,
+    groups: usize,
+) -> Result<Vec<(u64, u64)>, BackupError> {
+    let table_len = LENGTH_ENTRY * groups as u64;
+    let table_start = body_end
+        .checked_sub(table_len)
+        .filter(|table_start| *table_start >= start)
+        .ok_or_else(|| BackupError::Format("no room for the table of lengths".into()))?;
+    let mut table = vec![0u8; table_len as usize];
+    file.read_exact_at(&mut table, table_start)?;
+    let mut sections = Vec::with_capacity(groups);
+    let mut offset = start;
+    for entry in table.chunks_exact(LENGTH_ENTRY as usize) {
+        let length = u64::from_be_bytes(entry.try_into().expect("8 bytes"));
+        let end = offset
+            .checked_add(length)
+            .filter(|end| *end <= table_start)
+            .ok_or_else(|| BackupError::Format("a snapshot runs past the table".into()))?;
+        sections.push((offset, length));
+        offset = end;
+    }
+    if offset != table_start {
+        return Err(BackupError::Format(
+            "bytes between the snapshots and the table".into(),
+        ));
+    }
+    Ok(sections)
 }
 
 /// Hashes every byte of `file` before its last [`DIGEST_LEN`] and compares with them.

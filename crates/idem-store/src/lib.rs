@@ -46,11 +46,14 @@ mod verify;
 mod write_failure_tests;
 mod writer;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use idem_core::placement::{GroupId, GLOBAL_GROUP};
+
 pub use backup::{
-    hex_digest, BackupCut, BackupHeader, BackupOrigin, BackupSummary, BACKUP_MAGIC, BACKUP_VERSION,
+    backup_version, hex_digest, write_backup, BackupCut, BackupHeader, BackupOrigin, BackupSummary,
+    BACKUP_MAGIC, BACKUP_VERSION, BACKUP_VERSION_SINGLE, MAX_GROUPS,
 };
 pub use backup_error::BackupError;
 pub use backup_file::BackupFile;
@@ -67,6 +70,17 @@ pub use types::{
     Entry, LogId, NodeInfo, Raft, Request, Response, Snapshot, SnapshotData, SnapshotMeta,
     StoredMembership, TypeConfig, Vote,
 };
+
+/// Where a node keeps the storage of Raft group `group` (the directory given to [`open`]):
+/// the data directory itself for the global group (the single-group layout), `groups/<id>`
+/// below it for a region group.
+pub fn group_dir(data_dir: &Path, group: GroupId) -> PathBuf {
+    if group == GLOBAL_GROUP {
+        data_dir.to_path_buf()
+    } else {
+        data_dir.join("groups").join(group.to_string())
+    }
+}
 
 /// Opens (creating if needed) the node's storage under `dir`: one RocksDB instance shared
 /// by the log store, the state machine and the reader.

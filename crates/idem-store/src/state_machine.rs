@@ -22,6 +22,7 @@ use std::io;
 use std::sync::Arc;
 
 use futures::{Stream, TryStreamExt};
+use idem_core::apply::AppliedMembership;
 use idem_core::store::Overlay;
 use idem_core::Placement;
 use openraft::entry::RaftEntry;
@@ -38,7 +39,8 @@ use crate::snapshot::SnapshotStore;
 use crate::snapshot_policy;
 use crate::state::RocksState;
 use crate::types::{
-    Entry, LogId, Response, Snapshot, SnapshotData, SnapshotMeta, StoredMembership, TypeConfig,
+    Entry, LogId, NodeInfo, Response, Snapshot, SnapshotData, SnapshotMeta, StoredMembership,
+    TypeConfig,
 };
 
 /// Most entries applied in one `WriteBatch`.
@@ -177,6 +179,7 @@ fn prepare(db: &Arc<Db>, entries: Vec<Entry>) -> Result<(Applied, WriteBatch), S
                 request.stamp,
             )?),
             EntryPayload::Membership(config) => {
+                audit_membership(&mut overlay, log_id.index(), &config)?;
                 membership = Some(StoredMembership::new(Some(log_id), config));
                 None
             }
@@ -206,6 +209,26 @@ fn prepare(db: &Arc<Db>, entries: Vec<Entry>) -> Result<(Applied, WriteBatch), S
         placement,
     };
     Ok((applied, batch))
+}
+
+/// Writes the audit entry of an applied membership, when a pending intent asked for it
+/// (`idem_core::apply::membership`): in the overlay, so in the same batch as the
+/// membership itself. A joint membership is a step of a change, not its result.
+fn audit_membership(
+    overlay: &mut Overlay<'_, RocksState>,
+    index: u64,
+    config: &openraft::Membership<u64, NodeInfo>,
+) -> Result<(), StoreError> {
+    if config.get_joint_config().len() != 1 {
+        return Ok(());
+    }
+    let applied = AppliedMembership {
+        index,
+        voters: config.voter_ids().collect(),
+        learners: config.learner_ids().collect(),
+    };
+    idem_core::apply::membership(overlay, &applied)?;
+    Ok(())
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {

@@ -138,7 +138,7 @@ fn run(db: &Db, queue: &mpsc::Receiver<Job>) {
             }
         }
         if !unflushed.is_empty() {
-            complete(unflushed, sync_log(db));
+            complete(db, unflushed, sync_log(db));
         }
     }
 }
@@ -167,6 +167,13 @@ fn handle(db: &Db, job: Job, unflushed: &mut Vec<IOFlushed<TypeConfig>>) {
                 let _ = written.send(Ok(()));
             }
             Err(e) => {
+                tracing::error!(
+                    operation = "write of raft log entries",
+                    path = %db.raw().path().display(),
+                    error = %e,
+                    "storage failure: this node's raft stops and the node serves nothing \
+                     until it is restarted (docs/guarantees.md)"
+                );
                 flushed.io_completed(Err(io::Error::other(e.to_string())));
                 let _ = written.send(Err(e));
             }
@@ -187,9 +194,16 @@ fn handle(db: &Db, job: Job, unflushed: &mut Vec<IOFlushed<TypeConfig>>) {
     }
 }
 
-fn complete(callbacks: Vec<IOFlushed<TypeConfig>>, synced: Result<(), StoreError>) {
+fn complete(db: &Db, callbacks: Vec<IOFlushed<TypeConfig>>, synced: Result<(), StoreError>) {
     if let Err(e) = &synced {
-        tracing::error!(error = %e, "syncing the raft log failed");
+        tracing::error!(
+            operation = "fsync of the write-ahead log",
+            path = %db.raw().path().display(),
+            error = %e,
+            "storage failure: the raft log could not be made durable; nothing it held is \
+             acknowledged and the fsync is not retried: this node's raft stops and the node \
+             serves nothing until it is restarted (docs/guarantees.md)"
+        );
     }
     for callback in callbacks {
         let result = match &synced {

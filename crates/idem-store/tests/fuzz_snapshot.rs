@@ -90,29 +90,40 @@ async fn damaged_snapshots_are_refused_without_a_trace() {
     });
 }
 
-/// A damaged backup is refused by `BackupFile::open` or `restore`, never panics.
-#[tokio::test(flavor = "multi_thread")]
-async fn damaged_backups_are_refused() {
-    let dir = TempDir::new().unwrap();
-    let (_log, mut sm, reader) = idem_store::open(&dir.path().join("node")).unwrap();
-    apply(&mut sm, entries(1, 1, &workload(4))).await;
-    let origin = BackupOrigin {
-        group: 0,
-        node_id: 1,
-        taken_at_ms: 7,
-    };
+/// A backup of `groups` groups (the global group and region groups 1, 2, ...), each with a
+/// small workload applied; the stores live under `dir`.
+async fn backup_of(dir: &std::path::Path, groups: u64) -> Vec<u8> {
+    let mut stores = Vec::new();
+    for group in 0..groups {
+        let (log, mut sm, reader) = idem_store::open(&dir.join(format!("group-{group}"))).unwrap();
+        apply(&mut sm, entries(1, 1, &workload(4))).await;
+        stores.push((log, sm, reader, group));
+    }
+    let cuts = stores
+        .iter()
+        .map(|(_, _, reader, group)| {
+            let origin = BackupOrigin {
+                group: *group,
+                node_id: 1,
+                taken_at_ms: 7,
+            };
+            reader.backup_cut(origin).unwrap()
+        })
+        .collect();
     let mut original = Vec::new();
-    reader
-        .backup_cut(origin)
-        .unwrap()
-        .write(&mut original)
-        .unwrap();
-    let file = dir.path().join("backup");
+    idem_store::write_backup(cuts, &mut original).unwrap();
+    original
+}
+
+/// Damaged copies of `original` are refused by `BackupFile::open` or `restore`, never panic;
+/// a refused restore leaves its directory empty.
+fn fuzz_backup(dir: &std::path::Path, original: &[u8]) {
+    let file = dir.join("backup");
     let count = std::cell::Cell::new(0);
     tokio::task::block_in_place(|| {
         runner(100)
             .run(&case(), |(mutations, redigest)| {
-                let bytes = damage(&original, &mutations, redigest);
+                let bytes = damage(original, &mutations, redigest);
                 let mut out = std::fs::File::create(&file).unwrap();
                 out.write_all(&bytes).unwrap();
                 drop(out);
@@ -120,15 +131,36 @@ async fn damaged_backups_are_refused() {
                     return Ok(());
                 };
                 count.set(count.get() + 1);
-                let target = dir.path().join(format!("restored-{}", count.get()));
+                let target = dir.join(format!("restored-{}", count.get()));
                 let node = NodeInfo {
                     raft_addr: "10.0.0.5:7410".into(),
                     ..NodeInfo::default()
                 };
-                let _ = idem_store::restore(&backup, &target, 5, node);
+                if idem_store::restore(&backup, &target, 5, node).is_err() {
+                    let left = std::fs::read_dir(&target).map_or(0, |d| d.count());
+                    prop_assert_eq!(left, 0, "a refused restore left files behind");
+                }
                 let _ = std::fs::remove_dir_all(&target);
                 Ok(())
             })
             .unwrap();
     });
+}
+
+/// A damaged backup of one group (format version 1) is refused, never panics.
+#[tokio::test(flavor = "multi_thread")]
+async fn damaged_backups_are_refused() {
+    let dir = TempDir::new().unwrap();
+    let original = backup_of(dir.path(), 1).await;
+    fuzz_backup(dir.path(), &original);
+}
+
+/// A damaged backup of several groups (format version 2: a header per group, a table of
+/// lengths) is refused, never panics.
+#[tokio::test(flavor = "multi_thread")]
+async fn damaged_backups_of_several_groups_are_refused() {
+    let dir = TempDir::new().unwrap();
+    let original = backup_of(dir.path(), 3).await;
+    assert_eq!(&original[8..12], &idem_store::BACKUP_VERSION.to_be_bytes());
+    fuzz_backup(dir.path(), &original);
 }

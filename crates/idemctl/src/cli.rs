@@ -210,6 +210,10 @@ pub enum Command {
     #[command(subcommand)]
     Reconcile(crate::commands::reconcile::ReconcileCommand),
 
+    /// The heaviest keys and tenants of a node's recent claims (misuse signals).
+    #[command(subcommand)]
+    Top(crate::commands::top::TopCommand),
+
     /// Scrub a subject's stored result fields, keeping the anti-duplicate tombstones.
     #[command(
         long_about = "Scrub the stored result fields and error messages of every record of \
@@ -327,21 +331,24 @@ fn rfc3339_millis(text: &str) -> Result<i64, String> {
 pub enum SnapshotCommand {
     /// Stream a consistent, digest-checked backup from a live node (admin role) to FILE.
     #[command(
-        long_about = "Stream a backup of the first reachable endpoint's state to FILE: every \
-                      record with its result and fence, as of a read barrier taken when the \
-                      call starts (so it holds every write acknowledged before it). Any node \
-                      can serve it. The file is written next to FILE, its SHA-256 checked, \
-                      then renamed into place; prints the applied index and term it reflects.",
+        long_about = "Stream a backup of the cluster's state to FILE from the first reachable \
+                      endpoint: every Raft group (the global group and each region group), \
+                      every record with its result and fence, as of a read barrier of each \
+                      group taken when the call starts (so it holds every write acknowledged \
+                      before it). Any node can serve it. The file is written next to FILE, its \
+                      SHA-256 checked, then renamed into place; prints the applied index each \
+                      group reflects (groups: group@index).",
         after_help = "Example:\n  idemctl --endpoints n2:7400 snapshot save /backups/idem-$(date +%F).idembk"
     )]
     Save(SnapshotSaveArgs),
     /// Seed a new, empty data directory from a backup: a single node with the backup's state.
     #[command(
         long_about = "Seed DIR from a backup FILE (its digest is checked first; a non-empty DIR \
-                      is refused). Start idemd on DIR with the same node id and addresses: it \
-                      starts as a cluster of one holding every record, result and fence of \
+                      is refused). Every group of the backup is seeded (region group N under \
+                      DIR/groups/N). Start idemd on DIR with the same node id and addresses: \
+                      it starts as a cluster of one holding every record, result and fence of \
                       the backup; add more nodes with `idemctl member add` (started with \
-                      --join). Talks to no node.",
+                      --join): they join every group. Talks to no node.",
         after_help = "Example:\n  idemctl snapshot restore /backups/idem-2026-12-03.idembk --data-dir /var/lib/idem \\\n    --node-id 1 --raft-addr 10.0.0.1:7410 --api-addr 10.0.0.1:7400 --region eu-west --zone eu-west-a"
     )]
     Restore(SnapshotRestoreArgs),
@@ -1133,6 +1140,9 @@ pub enum ReconcileTo {
     RetryableFailure,
     /// TERMINAL_FAILURE with --error/--code.
     TerminalFailure,
+    /// CANCELLED: nothing irreversible happened (the downstream has no trace of it). Only
+    /// from NEEDS_RECONCILIATION or stage CALLING; no result or error.
+    Cancelled,
 }
 
 /// `idemctl op reconcile`.
@@ -1398,6 +1408,21 @@ mod tests {
         assert_eq!(r.expected_version, 4);
         assert_eq!(r.result.status, Some(201));
         assert!(parse(&["op", "reconcile", "x", "--to", "PENDING", "--reason", "r"]).is_err());
+        let cancel = parse(&[
+            "op",
+            "reconcile",
+            "x",
+            "--expected-version",
+            "2",
+            "--to",
+            "cancelled",
+            "--reason",
+            "r",
+        ]);
+        let Command::Op(OpCommand::Reconcile(r)) = cancel.unwrap().command else {
+            panic!()
+        };
+        assert_eq!(r.to, ReconcileTo::Cancelled);
 
         let cli = parse(&["op", "show", "0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d"]).unwrap();
         assert!(matches!(cli.command, Command::Op(OpCommand::Show(_))));

@@ -1,5 +1,5 @@
-//! The payment service's charges: `POST /v1/charges` behind the idempotency layer, and
-//! `GET /v1/charges/{id}`.
+//! The payment service's charges: `POST /v1/charges` behind the idempotency layer,
+//! `GET /v1/charges/{id}` and `DELETE /v1/charges/{id}`.
 //!
 //! The create handler is written the way the layer expects a handler with a side effect to
 //! be written: it records `CALLING` before calling the provider and passes the operation id
@@ -68,6 +68,13 @@ impl Charges {
             .unwrap_or_else(|e| e.into_inner())
             .get(id)
             .cloned()
+    }
+
+    fn remove(&self, id: &str) -> Option<Charge> {
+        self.store
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id)
     }
 
     fn put(&self, charge: Charge) {
@@ -155,6 +162,19 @@ pub async fn show(State(charges): State<Arc<Charges>>, Path(id): Path<String>) -
     }
 }
 
+/// `DELETE /v1/charges/{id}`: the charge is gone from the book (204; 404 when unknown).
+///
+/// The creating request's record stays COMPLETED: a retry of the `POST` with its key is
+/// answered "done" from the stored result (re-rendered from the stored fields, since the
+/// charge is gone) and never creates the charge again (docs/semantics.md, "A resource
+/// deleted after the operation completed").
+pub async fn delete(State(charges): State<Arc<Charges>>, Path(id): Path<String>) -> StatusCode {
+    match charges.remove(&id) {
+        Some(_) => StatusCode::NO_CONTENT,
+        None => StatusCode::NOT_FOUND,
+    }
+}
+
 /// A provider problem as an answer: a timeout is 504 (the charge may exist; the retry asks
 /// the provider first), anything else 502.
 fn provider_error(error: &ProviderError) -> Response {
@@ -167,7 +187,8 @@ fn provider_error(error: &ProviderError) -> Response {
 }
 
 /// Re-renders a replayed charge from the book (the charge as it is now), or from the
-/// stored fields when this process does not know it (e.g. it restarted).
+/// stored fields when this process does not know it (it restarted, or the charge was
+/// deleted).
 #[derive(Debug)]
 pub struct ChargeRender {
     charges: Arc<Charges>,

@@ -65,7 +65,10 @@ pub fn app_with(
         .expect("a valid route template");
     Router::new()
         .route("/v1/charges", post(charges::create))
-        .route("/v1/charges/{id}", get(charges::show))
+        .route(
+            "/v1/charges/{id}",
+            get(charges::show).delete(charges::delete),
+        )
         .with_state(charges)
         .layer(IdempotencyLayer::new(idem, config))
         .layer(middleware::from_fn(authenticate))

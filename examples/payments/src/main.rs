@@ -29,6 +29,11 @@ struct Args {
     /// Address of the fake card provider.
     #[arg(long, default_value = "127.0.0.1:8090")]
     provider_listen: SocketAddr,
+    /// Charge through the provider at this URL (e.g. http://127.0.0.1:8090) instead of
+    /// starting the fake one in this process; it then outlives this process (a killed worker
+    /// leaves its charges behind, as a real provider does).
+    #[arg(long, value_name = "URL", conflicts_with = "provider_listen")]
+    provider: Option<String>,
     /// The scope environment of the records.
     #[arg(long, default_value = "test")]
     environment: String,
@@ -47,10 +52,17 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     let idem = Client::connect(args.idem.clone(), ClientOptions::default())?;
-    let provider = Arc::new(Provider::default()).router();
-    let provider_base = format!("http://{}", args.provider_listen);
+    let provider_base = args
+        .provider
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", args.provider_listen));
     let app = payments::app_with(idem, &provider_base, &args.environment, args.store_body);
-    tracing::info!(listen = %args.listen, provider = %args.provider_listen, idem = ?args.idem, "payments up");
+    tracing::info!(listen = %args.listen, provider = %provider_base, idem = ?args.idem, "payments up");
+    if args.provider.is_some() {
+        payments::serve(args.listen, app).await?;
+        return Ok(());
+    }
+    let provider = Arc::new(Provider::default()).router();
     tokio::try_join!(
         payments::serve(args.provider_listen, provider),
         payments::serve(args.listen, app),

@@ -5,62 +5,22 @@
 //! writes nothing, two reconcilers at once settle each record exactly once, and later
 //! claims replay instead of charging again: the provider saw one charge per operation.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use idem_client::idem_core::fingerprint::CanonicalRequest;
-use idem_client::idem_core::{
-    IdempotencyKey, OperationId, RecordKey, Risk, Scope, Stage, State, StoredResult,
-};
+use common::{claim, dying_worker, target, ENDPOINT, LEASE};
+use idem_client::idem_core::{OperationId, Risk, Stage, State, StoredResult};
 use idem_client::reconcile::{
     Action, CheckFuture, HttpCheck, HttpCheckConfig, Metrics, PassReport, Reconciler,
     ReconcilerOptions, Remote, RemoteCheck,
 };
-use idem_client::{ClaimOutcome, ClaimRequest, Client, ClientOptions};
+use idem_client::{ClaimOutcome, Client, ClientOptions};
 use idem_tests::{Node, NodeOptions};
 use payments::provider::Provider;
 use payments::provider_client::ProviderClient;
 use tokio::sync::Barrier;
-
-const ENDPOINT: &str = "POST /v1/charges";
-const LEASE: Duration = Duration::from_millis(300);
-
-fn target(key: &str) -> RecordKey {
-    let scope = Scope::new("acme", "test", "user-42", ENDPOINT).unwrap();
-    RecordKey::new(scope, IdempotencyKey::new(key).unwrap())
-}
-
-fn claim(key: &str, risk: Risk) -> ClaimRequest {
-    let request = CanonicalRequest::new("POST", "/v1/charges")
-        .unwrap()
-        .with_json_body(r#"{"amount":1000,"currency":"EUR"}"#);
-    ClaimRequest::for_request(target(key), &request, 1)
-        .unwrap()
-        .risk(risk)
-        .lease(LEASE)
-}
-
-/// A worker that claims, records CALLING, charges if `charge`, and then dies: nothing after.
-/// Answers the operation id and the fence it held.
-async fn dying_worker(
-    idem: &Client,
-    provider: &ProviderClient,
-    key: &str,
-    risk: Risk,
-    charge: bool,
-) -> (OperationId, u64) {
-    let claimed = idem.claim(claim(key, risk)).await.unwrap();
-    let fence = claimed.fence().expect("acquired");
-    idem.start(&target(key), fence).await.unwrap();
-    idem.record_calling(&target(key), fence, None)
-        .await
-        .unwrap();
-    if charge {
-        let id = claimed.operation_id.to_string();
-        provider.charge(&id, 1000, "EUR").await.unwrap();
-    }
-    (claimed.operation_id, fence)
-}
 
 /// Lets the checks of two reconcilers through only together, so both decide every record
 /// from the same listing and race on the same version.
@@ -125,9 +85,7 @@ fn metric_sum(reconciler: &Reconciler, name: &str) -> f64 {
 async fn dead_workers_are_settled_once_without_a_second_charge() {
     let node = Node::start(NodeOptions::default());
     let provider = Arc::new(Provider::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(payments::serve_on(listener, provider.clone().router()));
+    let base = format!("http://{}", common::listen(provider.clone().router()).await);
     let psp = ProviderClient::new(base.clone(), Duration::from_secs(5));
     let idem = Client::connect(vec![node.endpoint()], ClientOptions::default()).unwrap();
 

@@ -3,52 +3,15 @@
 //! and answered once, a changed body (422), a provider timeout and its takeover (the
 //! provider is asked first, so it charges once), replay after an idem node restart.
 
-use std::net::SocketAddr;
+mod common;
+
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::{Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client as HttpClient;
-use hyper_util::rt::TokioExecutor;
+use common::{listen, post};
+use http::StatusCode;
 use idem_client::{Client, ClientOptions};
 use idem_tests::{Node, NodeOptions};
 use payments::provider::{Mode, Provider};
-use serde_json::Value;
-
-struct Reply {
-    status: StatusCode,
-    replayed: bool,
-    json: Value,
-}
-
-async fn post(addr: SocketAddr, key: &str, body: &str) -> Reply {
-    let http = HttpClient::builder(TokioExecutor::new()).build_http();
-    let request = Request::builder()
-        .method(Method::POST)
-        .uri(format!("http://{addr}/v1/charges"))
-        .header("authorization", "Bearer acme/user-42")
-        .header("idempotency-key", format!("\"{key}\""))
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.to_owned())))
-        .unwrap();
-    let response = http.request(request).await.unwrap();
-    let status = response.status();
-    let replayed = response.headers().get("idempotent-replayed").is_some();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    Reply {
-        status,
-        replayed,
-        json: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    }
-}
-
-async fn listen(router: axum::Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(payments::serve_on(listener, router));
-    addr
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn walkthrough() {

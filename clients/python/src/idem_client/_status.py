@@ -12,6 +12,7 @@ Failures are classified as the Rust SDK's transport does:
 failure                                           sent?    what the retry loop does
 ================================================  =======  ==================================
 could not connect                                 no       next endpoint, back off
+``NODE_STOPPED`` (the node's storage failed)      no       next endpoint, back off
 ``NOT_LEADER``                                    no       hinted leader at once, else next
 ``WRONG_GROUP``                                   no       forget the tenant's route, back off
 ``RATE_LIMITED``                                  no       same node after ``retry-after-ms``
@@ -147,6 +148,8 @@ def classify(
         return Failure(Kind.NOT_LEADER, error, leader_addr=found.hints.get(LEADER_ADDR_KEY))
     if found.reason == "UNAVAILABLE_OUTCOME_UNKNOWN":
         return Failure(Kind.MAYBE_SENT, error, retry_after=after)
+    if found.reason == "NODE_STOPPED":
+        return Failure(Kind.NOT_SENT, error)
     later = _LATER.get(found.reason)
     if later is not None:
         return Failure(later, error, retry_after=after)

@@ -19,6 +19,7 @@ from .types import (
     ClaimOutcome,
     ErrorSummary,
     FingerprintInfo,
+    KeyWarning,
     Lease,
     Lookup,
     Record,
@@ -208,4 +209,13 @@ def claim_from_wire(r: pb.ClaimResponse, holder: str, target: Target) -> Claim:
         result=result_from_wire(r.result) if outcome is ClaimOutcome.COMPLETED else None,
         error=error_from_wire(r.error) if r.HasField("error") and outcome is ClaimOutcome.FAILED else None,
         required_algorithm=r.required_algorithm or None,
+        warnings=tuple(key_warning(w) for w in r.warnings),
     )
+
+
+def key_warning(value: int) -> KeyWarning:
+    """A key warning; OTHER for a value this client does not know (advisory, never an error)."""
+    try:
+        return KeyWarning(pb.KeyWarning.Name(value).removeprefix("KEY_WARNING_"))
+    except ValueError:
+        return KeyWarning.OTHER

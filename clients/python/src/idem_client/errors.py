@@ -79,6 +79,12 @@ class Unavailable(IdemError):
     """No endpoint could be reached (or none answered a read) within the retry policy."""
 
 
+class NodeStopped(Unavailable):
+    """``NODE_STOPPED``: the node's Raft stopped after a storage failure (a failed fsync or
+    write) and it serves nothing until restarted; nothing was done. The client tries the next
+    endpoint; raised when none answered."""
+
+
 class InvalidResponse(IdemError):
     """The server's answer is not what this client understands: a bug or a version skew."""
 
@@ -168,8 +174,9 @@ class NotInFailover(Rejected):
 
 
 class BackupUnsupported(Rejected):
-    """``BACKUP_UNSUPPORTED``: this cluster's backup cannot be taken as one file (it has region
-    groups); an Admin answer."""
+    """``BACKUP_UNSUPPORTED``: the node cannot back up every group of the cluster yet (it does
+    not run a region group the configuration names: still provisioning); retry shortly or ask
+    another node. A Backup answer."""
 
 
 class TokenExists(Rejected):
@@ -220,6 +227,12 @@ class Overloaded(LimitExceeded):
     client on the next endpoint after ``retry-after-ms``; raised when the budget runs out."""
 
 
+class DiskFull(LimitExceeded):
+    """``DISK_FULL``: the node's free disk space is below its reserve; writes (claims and
+    worker mutations) are refused until space is freed, reads and replays of finished keys
+    still work. Nothing was proposed."""
+
+
 REASONS: dict[str, type[IdemError]] = {
     "INVALID_KEY": InvalidKey,
     "INVALID_SCOPE": InvalidScope,
@@ -254,6 +267,8 @@ REASONS: dict[str, type[IdemError]] = {
     "ROLE_FORBIDDEN": RoleForbidden,
     "BACKUP_UNSUPPORTED": BackupUnsupported,
     "TOKEN_EXISTS": TokenExists,
+    "NODE_STOPPED": NodeStopped,
+    "DISK_FULL": DiskFull,
     "PERMISSION_DENIED": PermissionDenied,
     UNAVAILABLE: Unavailable,
     INVALID_RESPONSE: InvalidResponse,

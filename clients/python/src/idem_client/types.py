@@ -49,6 +49,26 @@ class Stage(enum.Enum):
     LOCAL_DONE = "LOCAL_DONE"
 
 
+class KeyWarning(enum.Enum):
+    """Why the server thinks a claim's key is weak (``Claim.warnings``).
+
+    Advisory: the claim was decided exactly as without it. Keys built from counters, clocks
+    or few characters collide across callers, and a collision answers one caller with
+    another's stored result; use :func:`idem_client.new_key` instead.
+    """
+
+    SEQUENTIAL = "SEQUENTIAL"
+    """Digits, optionally after a word prefix (``12345``, ``order-000123``)."""
+    TIMESTAMP = "TIMESTAMP"
+    """A Unix time or an ISO-8601 date-time, optionally after a word prefix."""
+    SHORT = "SHORT"
+    """Fewer than 16 characters."""
+    LOW_ENTROPY = "LOW_ENTROPY"
+    """Repeated characters: little entropy."""
+    OTHER = "OTHER"
+    """A warning this client does not know yet (from a newer server)."""
+
+
 class ClaimOutcome(enum.Enum):
     """What a claim decided (see docs/semantics.md for the HTTP mapping)."""
 
@@ -166,7 +186,8 @@ class Claim:
     ``fence`` is set exactly when the caller owns the record (ACQUIRED, TAKEN_OVER);
     ``result`` with COMPLETED; ``error`` with FAILED (``None`` for a cancelled record);
     ``retry_after`` (seconds) with IN_PROGRESS; ``previous_stage`` and ``remote_ref`` with
-    TAKEN_OVER; ``required_algorithm`` with FINGERPRINT_UNVERIFIABLE.
+    TAKEN_OVER; ``required_algorithm`` with FINGERPRINT_UNVERIFIABLE. ``warnings`` (any
+    outcome) are the server's advisory notes about the key, empty for a key that looks random.
     """
 
     outcome: ClaimOutcome
@@ -188,6 +209,7 @@ class Claim:
     result: StoredResult | None = None
     error: ErrorSummary | None = None
     required_algorithm: str | None = None
+    warnings: tuple[KeyWarning, ...] = ()
 
     @property
     def owns(self) -> bool:

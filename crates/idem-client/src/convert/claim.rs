@@ -18,6 +18,7 @@ use super::{
 use crate::claim::{Claim, ClaimOutcome, ClaimRequest, Identity, Target};
 use crate::error::ClientError;
 use crate::holder;
+use crate::key_warning::KeyWarning;
 
 /// The wire request of a claim, with its holder (the given one, or a new one), and that
 /// holder.
@@ -49,6 +50,11 @@ pub(crate) fn claim_from_proto(
 ) -> Result<Claim, ClientError> {
     let kind = claim_kind_from_proto(response.outcome)?;
     let state = state_from_proto(response.state)?;
+    let warnings = response
+        .warnings
+        .iter()
+        .map(|w| KeyWarning::from_proto(*w))
+        .collect();
     Ok(Claim {
         operation_id: response
             .operation_id
@@ -61,6 +67,7 @@ pub(crate) fn claim_from_proto(
         state,
         holder,
         target,
+        warnings,
     })
 }
 
@@ -175,6 +182,33 @@ mod tests {
         assert!(wire.fingerprints.is_empty());
         assert_eq!(wire.request.unwrap().schema_version, 3);
         assert_eq!(wire.risk, v1::Risk::Unspecified as i32);
+    }
+
+    #[test]
+    fn warnings_decode_in_order() {
+        let mut r = response(v1::ClaimOutcome::Completed);
+        r.result = Some(v1::StoredResult {
+            status_code: 200,
+            ..Default::default()
+        });
+        r.warnings = vec![
+            v1::KeyWarning::Sequential as i32,
+            v1::KeyWarning::Short as i32,
+            42,
+        ];
+        let claim = decode(r).unwrap();
+        assert_eq!(
+            claim.warnings,
+            [
+                KeyWarning::Sequential,
+                KeyWarning::Short,
+                KeyWarning::Other(42)
+            ]
+        );
+        assert!(decode(response(v1::ClaimOutcome::FingerprintMismatch))
+            .unwrap()
+            .warnings
+            .is_empty());
     }
 
     #[test]

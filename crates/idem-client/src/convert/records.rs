@@ -93,6 +93,7 @@ pub(crate) fn reconciliation_to_proto(
         ReconcileTarget::Completed(result) => (Some(result), None),
         ReconcileTarget::RetryableFailure(error) => (None, error.as_ref()),
         ReconcileTarget::TerminalFailure(error) => (None, Some(error)),
+        ReconcileTarget::Cancelled => (None, None),
     };
     result.map(StoredResult::validate).transpose()?;
     error.map(ErrorSummary::validate).transpose()?;
@@ -194,6 +195,10 @@ mod tests {
             reconciliation_to_proto(&r).unwrap().target,
             v1::State::TerminalFailure as i32
         );
+        r.target = ReconcileTarget::Cancelled;
+        let wire = reconciliation_to_proto(&r).unwrap();
+        assert_eq!(wire.target, v1::State::Cancelled as i32);
+        assert_eq!((wire.result, wire.error), (None, None));
 
         r.target = ReconcileTarget::Completed(StoredResult {
             status_code: 42,

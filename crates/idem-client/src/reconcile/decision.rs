@@ -6,8 +6,10 @@
 //! - **found** → COMPLETED with the downstream's reference as the result's `resource_id`: the
 //!   effect happened once, and every retry now replays it instead of running again;
 //! - **absent** → by [`AbsentPolicy`]: RETRYABLE_FAILURE (the next claim takes over and runs
-//!   again, which is right when the caller still wants the effect) or TERMINAL_FAILURE (the
-//!   failure is replayed, like a cancellation: the caller must use a new key);
+//!   again, which is right when the caller still wants the effect), CANCELLED (nothing
+//!   happened and the key is closed: every later claim answers CANCELLED, the caller must use
+//!   a new key) or TERMINAL_FAILURE (the same, replayed as a failure with an error code, for
+//!   callers that treat CANCELLED as "they cancelled it themselves");
 //! - **unknown** → left alone: only a person or a later pass can decide;
 //! - a **contradiction** between the record and the downstream (the record holds a confirmed
 //!   reference, and the downstream answers absent or another reference) → left alone and
@@ -29,6 +31,9 @@ pub enum AbsentPolicy {
     Retry,
     /// TERMINAL_FAILURE: the failure is replayed to every later claim, like a cancellation.
     Fail,
+    /// CANCELLED: nothing irreversible happened, which the downstream's answer establishes;
+    /// every later claim answers CANCELLED. Needs every node at the release that added it.
+    Cancel,
 }
 
 /// Why a record is left as it is.
@@ -90,6 +95,7 @@ fn absent_target(policy: AbsentPolicy) -> ReconcileTarget {
     match policy {
         AbsentPolicy::Retry => ReconcileTarget::RetryableFailure(Some(error)),
         AbsentPolicy::Fail => ReconcileTarget::TerminalFailure(error),
+        AbsentPolicy::Cancel => ReconcileTarget::Cancelled,
     }
 }
 
@@ -137,6 +143,8 @@ mod tests {
             fail,
             Decision::Settle(ReconcileTarget::TerminalFailure(ref e)) if e.code == ABSENT_CODE
         ));
+        let cancel = decide(&calling(), &Remote::Absent, AbsentPolicy::Cancel, 200);
+        assert_eq!(cancel, Decision::Settle(ReconcileTarget::Cancelled));
     }
 
     #[test]
@@ -150,10 +158,12 @@ mod tests {
         confirmed.stage = Stage::RemoteConfirmed;
         confirmed.remote_ref = Some("psp_1".into());
         for remote in [Remote::Absent, found("psp_2")] {
-            assert!(matches!(
-                decide(&confirmed, &remote, AbsentPolicy::Fail, 200),
-                Decision::Leave(Leave::Contradiction(_))
-            ));
+            for policy in [AbsentPolicy::Fail, AbsentPolicy::Cancel] {
+                assert!(matches!(
+                    decide(&confirmed, &remote, policy, 200),
+                    Decision::Leave(Leave::Contradiction(_))
+                ));
+            }
         }
         assert!(matches!(
             decide(&confirmed, &found("psp_1"), AbsentPolicy::Fail, 200),

@@ -11,7 +11,7 @@
 //! | downstream | record becomes |
 //! |---|---|
 //! | found, reference R | COMPLETED, result `resource_id` = R: retries replay it |
-//! | definitely absent | RETRYABLE_FAILURE or TERMINAL_FAILURE ([`AbsentPolicy`]) |
+//! | definitely absent | RETRYABLE_FAILURE, CANCELLED or TERMINAL_FAILURE ([`AbsentPolicy`]) |
 //! | unknown, or the check failed | unchanged, counted |
 //!
 //! Safe to run twice at once (see [`Reconciler`]), rate-limited ([`TokenBucket`]), with a dry

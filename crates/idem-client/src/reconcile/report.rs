@@ -30,6 +30,7 @@ impl Action {
             Action::Settled(State::Completed) => "completed",
             Action::Settled(State::RetryableFailure) => "retryable_failure",
             Action::Settled(State::TerminalFailure) => "terminal_failure",
+            Action::Settled(State::Cancelled) => "cancelled",
             Action::Settled(_) => "settled",
             Action::Unknown => "unknown",
             Action::Contradiction => "contradiction",
@@ -70,6 +71,8 @@ pub struct Counts {
     pub retryable_failure: u64,
     /// Moved (or would be) to TERMINAL_FAILURE.
     pub terminal_failure: u64,
+    /// Moved (or would be) to CANCELLED.
+    pub cancelled: u64,
     /// Left alone: the downstream could not tell.
     pub unknown: u64,
     /// Left alone: the downstream contradicts the record.
@@ -85,7 +88,7 @@ pub struct Counts {
 impl Counts {
     /// Records settled (or, dry run, that would be).
     pub fn settled(&self) -> u64 {
-        self.completed + self.retryable_failure + self.terminal_failure
+        self.completed + self.retryable_failure + self.terminal_failure + self.cancelled
     }
 
     /// Records left alone for a person or a later pass.
@@ -97,6 +100,7 @@ impl Counts {
         let slot = match action {
             Action::Settled(State::Completed) => &mut self.completed,
             Action::Settled(State::TerminalFailure) => &mut self.terminal_failure,
+            Action::Settled(State::Cancelled) => &mut self.cancelled,
             Action::Settled(_) => &mut self.retryable_failure,
             Action::Unknown => &mut self.unknown,
             Action::Contradiction => &mut self.contradictions,
@@ -126,5 +130,42 @@ impl PassReport {
         if self.items.len() < MAX_ITEMS {
             self.items.push(item);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_settlement_counts_under_its_state() {
+        let mut report = PassReport::default();
+        for state in [
+            State::Completed,
+            State::RetryableFailure,
+            State::TerminalFailure,
+            State::Cancelled,
+        ] {
+            report.record(Item {
+                operation_id: OperationId::from_bytes([1; 16]),
+                tenant: "acme".into(),
+                endpoint: "POST /v1/charges".into(),
+                state: State::NeedsReconciliation,
+                stage: Stage::Calling,
+                action: Action::Settled(state),
+                detail: String::new(),
+            });
+        }
+        let counts = report.counts;
+        assert_eq!(
+            (
+                counts.completed,
+                counts.retryable_failure,
+                counts.terminal_failure
+            ),
+            (1, 1, 1)
+        );
+        assert_eq!((counts.cancelled, counts.settled()), (1, 4));
+        assert_eq!(Action::Settled(State::Cancelled).name(), "cancelled");
     }
 }

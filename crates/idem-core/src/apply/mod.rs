@@ -11,12 +11,14 @@ mod abandon;
 mod admin;
 mod claim;
 mod expire;
+mod membership;
 mod placement;
 mod tokens;
 mod worker;
 
 pub use abandon::is_abandoned;
 pub use claim::replay;
+pub use membership::{membership, AppliedMembership};
 
 use crate::command::Command;
 use crate::error::StoreError;
@@ -111,6 +113,7 @@ fn dispatch<S: StateStore + ?Sized>(
         Command::NoteMembership(note) => Ok(admin::note_membership(ctx, note)),
         Command::Abandon(abandon) => abandon::abandon(state, ctx, abandon),
         Command::Tokens(audited) => tokens::tokens(state, ctx, audited),
+        Command::MembershipIntent(audited) => membership::intend(state, ctx, audited),
     }
 }
 

@@ -35,6 +35,9 @@ pub use tokens::{TokenChange, TokenGrant, TokenRole, TokenSet, MAX_TOKENS};
 
 use serde::{Deserialize, Serialize};
 
+use crate::audit::MembershipIntent;
+use crate::command::Audited;
+
 /// The placement state of one Raft group, kept apart from the per-command metadata
 /// because it changes rarely.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,13 +47,28 @@ pub struct Placement {
     /// Region groups: this group's home, admitted tenants and failover. `None` in the
     /// global group (and in a region group before its `Init`).
     pub group: Option<RegionGroup>,
-    /// Global group: the replicated API tokens. Empty in region groups. Last, so that
-    /// the state stored before tokens existed is this one's prefix ([`Placement::decode`]).
+    /// Global group: the replicated API tokens. Empty in region groups. After the fields
+    /// stored before tokens existed, so that their stored state is this one's prefix
+    /// ([`Placement::decode`]).
     pub tokens: TokenSet,
+    /// Global group: membership changes committed as intended but not yet applied, oldest
+    /// first, at most [`MAX_MEMBERSHIP_INTENTS`] (`apply::membership`). Last, like `tokens`.
+    pub membership_intents: Vec<Audited<MembershipIntent>>,
 }
 
-/// The placement state as stored before replicated tokens existed (bincode is positional:
-/// the same fields in the same order, without `tokens`).
+/// Most pending membership intents kept; a newer one pushes the oldest out.
+pub const MAX_MEMBERSHIP_INTENTS: usize = 8;
+
+/// The placement state as stored before membership intents existed (bincode is
+/// positional: the same fields in the same order, without `membership_intents`).
+#[derive(Deserialize)]
+struct PlacementV2 {
+    cluster: ClusterConfig,
+    group: Option<RegionGroup>,
+    tokens: TokenSet,
+}
+
+/// The placement state as stored before replicated tokens existed (without `tokens`).
 #[derive(Deserialize)]
 struct PlacementV1 {
     cluster: ClusterConfig,
@@ -81,16 +99,25 @@ impl Placement {
                 .with_fixint_encoding()
                 .reject_trailing_bytes()
         };
-        match exact().deserialize::<Placement>(bytes) {
-            Ok(placement) => Ok(placement),
-            Err(error) => match exact().deserialize::<PlacementV1>(bytes) {
-                Ok(old) => Ok(Placement {
-                    cluster: old.cluster,
-                    group: old.group,
-                    tokens: TokenSet::default(),
-                }),
-                Err(_) => Err(error),
-            },
+        let error = match exact().deserialize::<Placement>(bytes) {
+            Ok(placement) => return Ok(placement),
+            Err(error) => error,
+        };
+        if let Ok(v2) = exact().deserialize::<PlacementV2>(bytes) {
+            return Ok(Placement {
+                cluster: v2.cluster,
+                group: v2.group,
+                tokens: v2.tokens,
+                membership_intents: Vec::new(),
+            });
+        }
+        match exact().deserialize::<PlacementV1>(bytes) {
+            Ok(v1) => Ok(Placement {
+                cluster: v1.cluster,
+                group: v1.group,
+                ..Placement::default()
+            }),
+            Err(_) => Err(error),
         }
     }
 }
@@ -126,6 +153,25 @@ mod tests {
         let mut longer = new.clone();
         longer.push(0);
         assert!(Placement::decode(&longer).is_err());
+    }
+
+    #[test]
+    fn a_placement_stored_before_membership_intents_decodes_without_them() {
+        let mut placement = Placement::default();
+        placement.cluster.regions.insert("r1".into(), 1);
+        // The stored form before intents existed: cluster, group, tokens.
+        let old =
+            bincode::serialize(&(&placement.cluster, &placement.group, &placement.tokens)).unwrap();
+        assert_eq!(Placement::decode(&old).unwrap(), placement);
+        let intent = MembershipIntent {
+            kind: crate::audit::MembershipKind::Add,
+            member: 4,
+        };
+        placement
+            .membership_intents
+            .push(Audited::new(intent, "root", "grow"));
+        let new = bincode::serialize(&placement).unwrap();
+        assert_eq!(Placement::decode(&new).unwrap(), placement);
     }
 
     #[test]

@@ -341,6 +341,17 @@ impl<F: AdminFake> Admin for Served<F> {
         self.0.admin().status(r)
     }
 
+    async fn top_keys(&self, _: Request<v1::TopKeysRequest>) -> Answer<v1::TopKeysResponse> {
+        unimplemented()
+    }
+
+    async fn top_tenants(
+        &self,
+        _: Request<v1::TopTenantsRequest>,
+    ) -> Answer<v1::TopTenantsResponse> {
+        unimplemented()
+    }
+
     async fn list_members(
         &self,
         r: Request<v1::ListMembersRequest>,

@@ -23,7 +23,7 @@ use tonic::{Request, Response, Status};
 use crate::api::attribution::Attribution;
 use crate::api::audit::AuditQuery;
 use crate::api::decode::fields;
-use crate::api::{encode, members, regions, tokens};
+use crate::api::{encode, members, regions, tokens, top};
 use crate::api::{observe, record_operation, ApiContext};
 use crate::auth::{Principal, Role};
 use crate::backend::{Backend, RequestError};
@@ -223,8 +223,9 @@ impl AdminService {
             Ok(pb::State::TerminalFailure) => {
                 ReconcileTarget::TerminalFailure(fields::error_summary(req.error)?)
             }
+            Ok(pb::State::Cancelled) => ReconcileTarget::Cancelled,
             _ => return Err(RequestError::argument(
-                "target must be STATE_COMPLETED, STATE_RETRYABLE_FAILURE or STATE_TERMINAL_FAILURE",
+                "target must be STATE_COMPLETED, STATE_RETRYABLE_FAILURE, STATE_TERMINAL_FAILURE or STATE_CANCELLED",
             )),
         };
         let admin = operator(caller.audited_name(req.operator));
@@ -417,6 +418,24 @@ impl Admin for AdminService {
             guarded(caller, Role::Operator, AdminService::status(self)),
         )
         .await
+    }
+
+    async fn top_keys(
+        &self,
+        request: Request<pb::TopKeysRequest>,
+    ) -> Result<Response<pb::TopKeysResponse>, Status> {
+        let caller = self.ctx.caller(&request);
+        let answer = async { top::top_keys(&self.ctx, caller, request.into_inner()) };
+        observe(&self.ctx.metrics, "admin", "top_keys", answer).await
+    }
+
+    async fn top_tenants(
+        &self,
+        request: Request<pb::TopTenantsRequest>,
+    ) -> Result<Response<pb::TopTenantsResponse>, Status> {
+        let caller = self.ctx.caller(&request);
+        let answer = async { top::top_tenants(&self.ctx, caller, request.into_inner()) };
+        observe(&self.ctx.metrics, "admin", "top_tenants", answer).await
     }
 
     async fn list_members(

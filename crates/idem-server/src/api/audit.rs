@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use idem_core::audit::MembershipNote;
 use idem_core::placement::GroupId;
 use idem_core::scope::validate_tenant;
 use idem_core::{AuditAction, AuditEntry};
@@ -253,17 +254,26 @@ fn details(action: &AuditAction) -> HashMap<String, String> {
             ("tenants", tenants.join(",")),
         ],
         AuditAction::RevokeToken { name } => vec![("name", name.clone())],
-        AuditAction::Membership(note) => vec![
-            ("change", note.kind.name().to_owned()),
-            ("member", note.member.to_string()),
-            ("voters", ids(&note.voters)),
-            ("learners", ids(&note.learners)),
-        ],
+        AuditAction::Membership(note) => membership(note),
+        AuditAction::MembershipChange { note, index } => {
+            let mut pairs = membership(note);
+            pairs.push(("log_index", index.to_string()));
+            pairs
+        }
     };
     pairs
         .into_iter()
         .map(|(key, value)| (key.to_owned(), value))
         .collect()
+}
+
+fn membership(note: &MembershipNote) -> Vec<(&'static str, String)> {
+    vec![
+        ("change", note.kind.name().to_owned()),
+        ("member", note.member.to_string()),
+        ("voters", ids(&note.voters)),
+        ("learners", ids(&note.learners)),
+    ]
 }
 
 fn ids(ids: &[u64]) -> String {

@@ -15,25 +15,22 @@
 //! gives up when the reader takes no message for [`StreamBounds::idle`]
 //! (`limits.backup_idle_timeout`) or the backup runs past [`StreamBounds::total`]
 //! (`limits.backup_max_duration`), ending the stream with `DEADLINE_EXCEEDED`.
-//!
-//! Region groups: in region-affinity mode a tenant's records live in its home region's
-//! group, which this node may not even host; one file could not be a consistent cut of
-//! several groups. Such clusters are refused with `BACKUP_UNSUPPORTED`
-//! (docs/operations.md, "Backup and restore").
 
 use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idem_core::placement::GLOBAL_GROUP;
+use idem_core::placement::GroupId;
 use idem_proto::v1::backup_server::Backup;
 use idem_proto::v1::save_snapshot_response::Part;
 use idem_proto::v1::{
-    BackupHeader as WireHeader, BackupMember, BackupTrailer, SaveSnapshotRequest,
+    BackupGroup, BackupHeader as WireHeader, BackupMember, BackupTrailer, SaveSnapshotRequest,
     SaveSnapshotResponse,
 };
 use idem_proto::{reason, status};
-use idem_store::{hex_digest, BackupError, BackupHeader, BackupOrigin, StateReader, StoreError};
+use idem_store::{
+    hex_digest, write_backup, BackupCut, BackupError, BackupOrigin, StateReader, StoreError,
+};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
@@ -42,7 +39,7 @@ use tonic::{Request, Response, Status};
 use super::{observe, ApiContext};
 use crate::auth::{Principal, Role};
 use crate::backend::RequestError;
-use crate::groups::GroupSet;
+use crate::groups::{Group, GroupSet};
 
 /// Largest `chunk` message.
 pub const CHUNK: usize = 1 << 20;
@@ -108,20 +105,20 @@ impl BackupService {
                 Some(RETRY_AFTER),
             )
         })?;
-        let global = self.groups.global();
-        if !global.placement().cluster.regions.is_empty() || self.groups.all().len() > 1 {
-            return Err(RequestError::refused(
-                reason::BACKUP_UNSUPPORTED,
-                "this cluster has region groups; a backup covers the global group only",
-            ));
+        let sources = self.sources()?;
+        for (group, _) in &sources {
+            group.backend().read_barrier().await?;
         }
-        global.backend().read_barrier().await?;
-        let reader = global.backend().reader().clone();
-        let origin = BackupOrigin {
-            group: GLOBAL_GROUP,
-            node_id: self.node_id,
-            taken_at_ms: idem_core::Timestamp::now().millis() as i64,
-        };
+        let sources: Vec<Source> = sources
+            .into_iter()
+            .map(|(group, region)| Source {
+                group: group.id(),
+                region,
+                reader: group.backend().reader().clone(),
+            })
+            .collect();
+        let taken_at_ms = idem_core::Timestamp::now().millis() as i64;
+        let node_id = self.node_id;
         let (tx, rx) = mpsc::channel(IN_FLIGHT);
         let outbox = Outbox {
             tx,
@@ -133,32 +130,85 @@ impl BackupService {
         };
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            if let Err(error) = stream_backup(&reader, origin, &outbox) {
+            if let Err(error) = stream_backup(&sources, node_id, taken_at_ms, &outbox) {
                 tracing::warn!(%error, "backup stream ended early");
                 outbox.fail(status_of(error));
             }
         });
         Ok(ReceiverStream::new(rx))
     }
+
+    /// Every group the backup covers, with its region (empty for the global group): the
+    /// global group and each region group the configuration names, by id.
+    fn sources(&self) -> Result<Vec<(Arc<Group>, String)>, RequestError> {
+        let global = self.groups.global();
+        let mut sources = vec![(global.clone(), String::new())];
+        let mut regions: Vec<(GroupId, String)> = global
+            .placement()
+            .cluster
+            .regions
+            .iter()
+            .map(|(region, id)| (*id, region.clone()))
+            .collect();
+        regions.sort_unstable();
+        for (id, region) in regions {
+            let group = self.groups.get(id).ok_or_else(|| {
+                RequestError::refused(
+                    reason::BACKUP_UNSUPPORTED,
+                    format!(
+                        "this node does not run region {region}'s group ({id}) yet; retry \
+                         shortly or take the backup from another node"
+                    ),
+                )
+            })?;
+            sources.push((group, region));
+        }
+        Ok(sources)
+    }
+}
+
+/// A group to back up: its id, region and reader.
+struct Source {
+    group: GroupId,
+    region: String,
+    reader: StateReader,
 }
 
 /// Writes the header message, the file's bytes and the trailer message to `outbox`.
 fn stream_backup(
-    reader: &StateReader,
-    origin: BackupOrigin,
+    sources: &[Source],
+    node_id: u64,
+    taken_at_ms: i64,
     outbox: &Outbox,
 ) -> Result<(), BackupError> {
-    let cut = reader.backup_cut(origin)?;
-    let header = wire_header(cut.header());
+    // Region groups first, the global group (first in the file) last.
+    let mut cuts = sources
+        .iter()
+        .rev()
+        .map(|source| {
+            source.reader.backup_cut(BackupOrigin {
+                group: source.group,
+                node_id,
+                taken_at_ms,
+            })
+        })
+        .collect::<Result<Vec<BackupCut<'_>>, _>>()?;
+    cuts.reverse();
+    let header = wire_header(&cuts, sources);
     outbox.send(Part::Header(header))?;
     let mut out = Chunks {
         outbox,
         buf: Vec::with_capacity(CHUNK),
     };
-    let summary = cut.write(&mut out)?;
+    let summary = write_backup(cuts, &mut out)?;
+    let indexes: Vec<(GroupId, u64)> = summary
+        .headers
+        .iter()
+        .map(|header| (header.group, header.index()))
+        .collect();
     tracing::info!(
-        index = summary.header.index(),
-        term = summary.header.term(),
+        groups = ?indexes,
+        version = summary.version,
         bytes = summary.length,
         "backup streamed"
     );
@@ -247,8 +297,20 @@ impl Write for Chunks<'_> {
     }
 }
 
-/// The header as the wire carries it.
-fn wire_header(header: &BackupHeader) -> WireHeader {
+/// The header as the wire carries it: the global group's cut (`cuts[0]`), and every
+/// group's index.
+fn wire_header(cuts: &[BackupCut<'_>], sources: &[Source]) -> WireHeader {
+    let header = cuts[0].header();
+    let groups = cuts
+        .iter()
+        .zip(sources)
+        .map(|(cut, source)| BackupGroup {
+            group: cut.header().group,
+            applied_index: cut.header().index(),
+            applied_term: cut.header().term(),
+            region: source.region.clone(),
+        })
+        .collect();
     let membership = header.membership.membership();
     let members = membership
         .nodes()
@@ -262,13 +324,14 @@ fn wire_header(header: &BackupHeader) -> WireHeader {
         })
         .collect();
     WireHeader {
-        format_version: idem_store::BACKUP_VERSION,
+        format_version: idem_store::backup_version(cuts.len()),
         group: header.group,
         applied_index: header.index(),
         applied_term: header.term(),
         node_id: header.node_id,
         members,
         taken_at_ms: header.taken_at_ms,
+        groups,
     }
 }
 

@@ -14,3 +14,15 @@ use idem_core::State;
 pub fn state_name(state: State) -> &'static str {
     state_to_proto(state).as_str_name()
 }
+
+/// The wire value of a key warning.
+pub fn key_warning_to_proto(warning: crate::signals::KeyWarning) -> idem_proto::v1::KeyWarning {
+    use crate::signals::KeyWarning;
+    use idem_proto::v1::KeyWarning as Pb;
+    match warning {
+        KeyWarning::Sequential => Pb::Sequential,
+        KeyWarning::Timestamp => Pb::Timestamp,
+        KeyWarning::Short => Pb::Short,
+        KeyWarning::LowEntropy => Pb::LowEntropy,
+    }
+}

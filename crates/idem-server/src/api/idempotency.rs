@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use idem_core::command::Claim;
 use idem_core::fingerprint::Fingerprint;
-use idem_core::{ClaimKind, ClaimOutcome, Command, OperationId, Outcome, Record, State};
+use idem_core::{ClaimKind, ClaimOutcome, Command, OperationId, Outcome, Record, RecordKey, State};
 use idem_proto::v1 as pb;
 use idem_proto::v1::idempotency_server::Idempotency;
 use tokio::time::Instant;
@@ -28,6 +28,7 @@ use crate::api::{batch, encode, observe, record_operation, ApiContext};
 use crate::auth::{Principal, Role};
 use crate::backend::RequestError;
 use crate::limits::CallKind;
+use crate::signals::{self, KeyWarning};
 
 /// A terminal record is replayed locally only if it is retained at least this much longer:
 /// a replica may lag the leader's expiry sweep by about this much before it could replay
@@ -59,6 +60,7 @@ impl IdempotencyService {
             overrides,
         } = decode::claim::claim(req, self.ctx.limits).await?;
         caller.require(Role::Worker, Some(target.scope.tenant()))?;
+        let warnings = self.key_warnings(&target);
         let policy = self
             .ctx
             .policies
@@ -74,9 +76,9 @@ impl IdempotencyService {
             limits.charge(target.scope.tenant(), CallKind::Replay)?;
             self.ctx.metrics.local_replays.inc();
             record_operation(&outcome.record.operation_id);
-            self.count_claim(prior.as_ref(), &outcome);
+            self.count_claim(prior.as_ref(), &outcome, &warnings);
             tracing::debug!(outcome = outcome.kind.name(), "claim replayed locally");
-            return Ok(claim_response(&outcome));
+            return Ok(warned(claim_response(&outcome), &warnings));
         }
         let tenant = target.scope.tenant().to_owned();
         let limits = &self.ctx.tenant_limits;
@@ -97,9 +99,18 @@ impl IdempotencyService {
             other => return Err(self.unexpected("claim", other)),
         };
         record_operation(&outcome.record.operation_id);
-        self.count_claim(prior.as_ref(), &outcome);
+        self.count_claim(prior.as_ref(), &outcome, &warnings);
         tracing::debug!(outcome = outcome.kind.name(), "claim");
-        Ok(claim_response(&outcome))
+        Ok(warned(claim_response(&outcome), &warnings))
+    }
+
+    /// The warnings about `target`'s key, when the check is on (`key_warnings`).
+    fn key_warnings(&self, target: &RecordKey) -> Vec<KeyWarning> {
+        if self.ctx.key_warnings {
+            signals::classify(target.key.as_str())
+        } else {
+            Vec::new()
+        }
     }
 
     /// The answer to a claim of a terminal record from this node's replica, without a
@@ -113,13 +124,19 @@ impl IdempotencyService {
         retained.then_some(outcome)
     }
 
-    fn count_claim(&self, prior: Option<&Record>, outcome: &ClaimOutcome) {
+    fn count_claim(&self, prior: Option<&Record>, outcome: &ClaimOutcome, warnings: &[KeyWarning]) {
         let metrics = &self.ctx.metrics;
         metrics
             .claims
             .with_label_values(&[outcome.kind.name()])
             .inc();
-        metrics.count_tenant_claim(outcome.record.key.scope.tenant(), outcome.kind);
+        let tenant = outcome.record.key.scope.tenant();
+        metrics.count_tenant_claim(tenant, outcome.kind);
+        metrics.count_key_warnings(tenant, warnings);
+        let now = std::time::Instant::now();
+        self.ctx
+            .hot_keys
+            .count(&outcome.record.key, outcome.kind, now);
         if outcome.kind == ClaimKind::TakenOver && !outcome.redelivered {
             let stage = outcome.previous_stage.map_or("NONE", |s| s.name());
             metrics.takeovers.with_label_values(&[stage]).inc();
@@ -292,6 +309,15 @@ fn lease_expiry(prior: Option<&Record>, outcome: &ClaimOutcome) -> Option<&'stat
     }
 }
 
+/// `response` with the key's `warnings`: advisory, the outcome is the same without them.
+fn warned(mut response: pb::ClaimResponse, warnings: &[KeyWarning]) -> pb::ClaimResponse {
+    response.warnings = warnings
+        .iter()
+        .map(|w| encode::key_warning_to_proto(*w).into())
+        .collect();
+    response
+}
+
 /// What a claimant sees of a claim's outcome.
 ///
 /// The fence only when the caller owns the record; the result only with `COMPLETED`, the
@@ -342,6 +368,8 @@ pub fn claim_response(outcome: &ClaimOutcome) -> pb::ClaimResponse {
             ClaimKind::FingerprintUnverifiable => record.fingerprint.algorithm.clone(),
             _ => String::new(),
         },
+        // About the key, not the record: added by the handler ([`warned`]).
+        warnings: Vec::new(),
     }
 }
 

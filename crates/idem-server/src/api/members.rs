@@ -2,16 +2,17 @@
 //! [`MembershipChange`] / [`MembershipView`]. The work happens on the leader, reached
 //! through [`crate::backend::Backend::membership`] (forwarded from a follower).
 //!
-//! A membership change is an openraft membership log entry, which never reaches the state
-//! machine, so it cannot carry its audit entry. Once it is committed, the node that made
-//! it proposes `NoteMembership` (who, why, the resulting voters and learners) to the
-//! global group. The two are not atomic: a node that fails between them leaves a change
-//! without its entry. The call then fails rather than answer success without one, and
-//! repeating it (a no-op for the membership) writes the entry.
+//! A membership change is an openraft membership log entry, which names the members but
+//! not who asked. So before making a change, the node commits a `MembershipIntent` (the
+//! caller's principal, its `idem-audit-reason`, which change) to the global group; the
+//! state machine writes the `membership` audit entry when it applies the membership entry
+//! that fulfils the intent, in the same write batch (idem-core's `apply::membership`). A
+//! change is thus never applied without its entry; an intent whose change never happens
+//! (a failure in between, a no-op call) writes nothing.
 
 use std::net::SocketAddr;
 
-use idem_core::audit::{MembershipKind, MembershipNote};
+use idem_core::audit::{MembershipIntent, MembershipKind};
 use idem_core::{Command, Outcome};
 use idem_proto::v1 as pb;
 
@@ -43,9 +44,8 @@ pub(crate) async fn add(
         .ok_or_else(|| RequestError::argument("member is required"))?;
     let info = new_member(member)?;
     tracing::info!(id = info.id, raft_addr = %info.raft_addr, "adding a learner");
-    let id = info.id;
+    intend(ctx, MembershipKind::Add, info.id, &by).await?;
     let view = ctx.backend.membership(MembershipChange::Add(info)).await?;
-    note(ctx, MembershipKind::Add, id, &view, by).await?;
     Ok(pb::AddMemberResponse {
         members: members_pb(&view),
         caught_up: view.caught_up,
@@ -60,11 +60,11 @@ pub(crate) async fn promote(
 ) -> Result<pb::MembersResponse, RequestError> {
     let id = member_id(req.id)?;
     tracing::info!(id, "promoting a learner");
+    intend(ctx, MembershipKind::Promote, id, &by).await?;
     let view = ctx
         .backend
         .membership(MembershipChange::Promote(id))
         .await?;
-    note(ctx, MembershipKind::Promote, id, &view, by).await?;
     Ok(pb::MembersResponse {
         members: members_pb(&view),
     })
@@ -78,8 +78,8 @@ pub(crate) async fn remove(
 ) -> Result<pb::MembersResponse, RequestError> {
     let id = member_id(req.id)?;
     tracing::info!(id, "removing a member");
+    intend(ctx, MembershipKind::Remove, id, &by).await?;
     let view = ctx.backend.membership(MembershipChange::Remove(id)).await?;
-    note(ctx, MembershipKind::Remove, id, &view, by).await?;
     Ok(pb::MembersResponse {
         members: members_pb(&view),
     })
@@ -117,42 +117,21 @@ pub(crate) async fn transfer(
     })
 }
 
-/// Writes the audit entry of a committed membership change (see the module docs).
-async fn note(
+/// Commits who is about to make which membership change, and why (see the module docs).
+async fn intend(
     ctx: &ApiContext,
     kind: MembershipKind,
     member: u64,
-    view: &MembershipView,
-    by: Attribution,
+    by: &Attribution,
 ) -> Result<(), RequestError> {
-    let ids = |voter: bool| {
-        view.members
-            .iter()
-            .filter(|m| m.member.voter == voter)
-            .map(|m| m.member.id)
-            .collect()
-    };
-    let note = MembershipNote {
-        kind,
-        member,
-        voters: ids(true),
-        learners: ids(false),
-    };
-    let command = Command::NoteMembership(by.audited(note));
-    match ctx.backend.propose(command).await {
-        Ok(Outcome::Audited { .. }) => Ok(()),
-        Ok(Outcome::Rejected(rejection)) => Err(unaudited(rejection.to_string())),
-        Ok(other) => Err(unaudited(format!("unexpected outcome {other:?}"))),
-        Err(error) => Err(unaudited(error.to_string())),
+    let command = Command::MembershipIntent(by.audited(MembershipIntent { kind, member }));
+    match ctx.backend.propose(command).await? {
+        Outcome::Placement(_) => Ok(()),
+        Outcome::Rejected(rejection) => Err(rejection.into()),
+        other => Err(RequestError::Internal(format!(
+            "the membership change was not attempted: unexpected outcome {other:?}"
+        ))),
     }
-}
-
-fn unaudited(why: String) -> RequestError {
-    tracing::error!(%why, "a membership change was committed without its audit entry");
-    RequestError::Internal(format!(
-        "the membership change was committed, but its audit entry was not written ({why}); \
-         repeat the call to write it"
-    ))
 }
 
 fn member_id(id: u64) -> Result<u64, RequestError> {

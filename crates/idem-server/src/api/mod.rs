@@ -27,6 +27,7 @@ mod status;
 #[cfg(test)]
 pub(crate) mod testing;
 mod tokens;
+mod top;
 
 use std::sync::Arc;
 
@@ -47,6 +48,7 @@ use crate::backend::RequestError;
 use crate::limits::TenantLimits;
 use crate::metrics::Metrics;
 use crate::policy::Policies;
+use crate::signals::HotKeys;
 use crate::stats::StatsCache;
 
 /// What both services share.
@@ -72,6 +74,11 @@ pub struct ApiContext {
     pub tenant_limits: Arc<TenantLimits>,
     /// Whether calls must carry a principal (set by [`crate::auth::AuthLayer`]).
     pub auth: AuthMode,
+    /// Whether claims answer warnings about weak keys (`key_warnings`, see
+    /// [`crate::signals::key_shape`]).
+    pub key_warnings: bool,
+    /// The heaviest keys and tenants of this node's recent claims (`Admin.TopKeys`).
+    pub hot_keys: Arc<HotKeys>,
 }
 
 impl ApiContext {

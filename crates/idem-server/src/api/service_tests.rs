@@ -360,6 +360,103 @@ async fn high_risk_endpoint_policy_escalates_instead_of_taking_over() {
 }
 
 #[tokio::test]
+async fn weak_keys_are_claimed_with_warnings() {
+    let h = harness();
+    let first = h.claim(claim_req("order-1", "w-1", 1)).await.unwrap();
+    assert_eq!(first.outcome(), pb::ClaimOutcome::Acquired, "never refused");
+    let both = [
+        pb::KeyWarning::Sequential as i32,
+        pb::KeyWarning::Short as i32,
+    ];
+    assert_eq!(first.warnings, both);
+    h.complete("order-1", 1).await.unwrap();
+    let replay = h.claim(claim_req("order-1", "w-2", 1)).await.unwrap();
+    assert_eq!(replay.outcome(), pb::ClaimOutcome::Completed);
+    assert_eq!(replay.warnings, both, "replays warn too");
+    let stamp = h.claim(claim_req("1764787207123", "w-1", 1)).await.unwrap();
+    assert_eq!(
+        stamp.warnings,
+        [
+            pb::KeyWarning::Timestamp as i32,
+            pb::KeyWarning::Short as i32
+        ]
+    );
+    let random = "0190f1c2-7d3e-7a4b-9c1d-2e3f4a5b6c7d";
+    let good = h.claim(claim_req(random, "w-1", 1)).await.unwrap();
+    assert!(good.warnings.is_empty());
+    let counted = h.counter("idem_key_warnings_total");
+    for (warning, n) in [("sequential", 2), ("short", 3), ("timestamp", 1)] {
+        let line = format!("idem_key_warnings_total{{tenant=\"acme\",warning=\"{warning}\"}} {n}");
+        assert!(counted.contains(&line), "{counted}");
+    }
+    assert!(!counted.contains("low_entropy"), "{counted}");
+}
+
+#[tokio::test]
+async fn reconcile_cancels_a_calling_record() {
+    let h = harness();
+    let first = h.claim(claim_req("order-9", "w-1", 1)).await.unwrap();
+    let call = |stage: pb::ExternalCallStage, remote_ref: &str| pb::RecordExternalCallRequest {
+        scope: Some(scope()),
+        key: "order-9".into(),
+        fence: first.fence,
+        stage: stage.into(),
+        remote_ref: remote_ref.into(),
+    };
+    let calling = call(pb::ExternalCallStage::Calling, "");
+    h.api
+        .record_external_call(Request::new(calling))
+        .await
+        .unwrap();
+    let record = h.get("order-9").await.unwrap().record.unwrap();
+    let cancel = pb::ReconcileRequest {
+        operation_id: record.operation_id.clone(),
+        expected_version: record.version,
+        target: pb::State::Cancelled.into(),
+        reason: "the PSP has no charge with this key".into(),
+        ..Default::default()
+    };
+    let done = h.admin.reconcile(Request::new(cancel)).await.unwrap();
+    assert_eq!(
+        done.into_inner().record.unwrap().state(),
+        pb::State::Cancelled
+    );
+    let replay = h.claim(claim_req("order-9", "w-2", 1)).await.unwrap();
+    assert_eq!(
+        (replay.outcome(), replay.state()),
+        (pb::ClaimOutcome::Failed, pb::State::Cancelled)
+    );
+    assert!(replay.error.is_none());
+
+    // A confirmed call contradicts "nothing happened".
+    let other = h.claim(claim_req("order-10", "w-1", 1)).await.unwrap();
+    for (stage, remote_ref) in [
+        (pb::ExternalCallStage::Calling, ""),
+        (pb::ExternalCallStage::RemoteConfirmed, "ch_1"),
+    ] {
+        let req = pb::RecordExternalCallRequest {
+            key: "order-10".into(),
+            fence: other.fence,
+            ..call(stage, remote_ref)
+        };
+        h.api.record_external_call(Request::new(req)).await.unwrap();
+    }
+    let record = h.get("order-10").await.unwrap().record.unwrap();
+    let refused = pb::ReconcileRequest {
+        operation_id: record.operation_id.clone(),
+        expected_version: record.version,
+        target: pb::State::Cancelled.into(),
+        reason: "wrong".into(),
+        ..Default::default()
+    };
+    let err = h.admin.reconcile(Request::new(refused)).await.unwrap_err();
+    assert_eq!(
+        (err.code(), reason_of(&err).as_str()),
+        (Code::FailedPrecondition, reason::IRREVERSIBLE_STAGE)
+    );
+}
+
+#[tokio::test]
 async fn reads_and_not_found() {
     let h = harness();
     let err = h.get("missing").await.unwrap_err();

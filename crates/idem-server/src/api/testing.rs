@@ -34,6 +34,8 @@ pub(crate) fn context(backend: Arc<MemoryBackend>, policies: Policies) -> Arc<Ap
             Arc::new(Metrics::new()),
         )),
         auth: crate::auth::AuthMode::Off,
+        key_warnings: true,
+        hot_keys: Arc::default(),
     })
 }
 

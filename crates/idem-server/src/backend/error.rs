@@ -75,6 +75,10 @@ pub enum RequestError {
         /// Why, for a person (never names another tenant's data).
         message: String,
     },
+    /// This node's Raft stopped on a fatal error (a failed fsync or write of its storage,
+    /// or a shutdown): it serves nothing, reads included, until restarted. Nothing was done.
+    #[error("{0}")]
+    Stopped(String),
     /// A bug or a storage failure on this node.
     #[error("{0}")]
     Internal(String),
@@ -133,6 +137,7 @@ impl RequestError {
             RequestError::Exhausted { reason, .. } => reason,
             RequestError::Refused { reason, .. } => reason,
             RequestError::Denied { reason, .. } => reason,
+            RequestError::Stopped(_) => reason::NODE_STOPPED,
             RequestError::Internal(_) => reason::INTERNAL,
         }
     }

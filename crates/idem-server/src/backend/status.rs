@@ -37,6 +37,8 @@ pub struct RaftStatus {
     pub members: Vec<MemberInfo>,
     /// False once the Raft core stopped on a fatal error (storage failure, shutdown).
     pub running: bool,
+    /// Why it stopped, once it did (openraft's fatal error: the failed operation and file).
+    pub stopped: Option<String>,
 }
 
 impl RaftStatus {

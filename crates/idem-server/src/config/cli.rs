@@ -71,6 +71,11 @@ pub struct Cli {
     /// How long shutdown drains in-flight requests [env: IDEM_SHUTDOWN_GRACE] [default: 10s]
     #[arg(long, value_name = "DURATION")]
     shutdown_grace: Option<String>,
+    /// Warn in claim answers and idem_key_warnings_total about keys that look sequential,
+    /// like a timestamp, short or low in entropy; never refuses [env: IDEM_KEY_WARNINGS]
+    /// [default: on]
+    #[arg(long, value_name = "on|off")]
+    key_warnings: Option<String>,
     /// Authentication of API calls: on (tokens or client certificates required) or off (a
     /// development node only) [env: IDEM_AUTH] [default: on]
     #[arg(long, value_name = "on|off")]

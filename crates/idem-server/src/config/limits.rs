@@ -1,4 +1,5 @@
-//! `[limits]`: rates, quotas, concurrency, HTTP/2 and snapshot bounds (docs/limits.md).
+//! `[limits]`: rates, quotas, concurrency, HTTP/2 and snapshot bounds, the disk reserve
+//! (docs/limits.md).
 //!
 //! Scalars come from `IDEM_LIMITS_*` environment variables or the file (no flags: they are
 //! tuned per deployment, not per run); the per-tenant overrides
@@ -26,6 +27,7 @@ pub(super) const LIMITS_KEYS: &[&str] = &[
     "max_snapshot_bytes",
     "backup_idle_timeout",
     "backup_max_duration",
+    "disk_reserve",
     "tenants",
 ];
 /// The keys of one `[limits.tenants.<tenant>]` table.
@@ -158,6 +160,13 @@ pub(super) fn build_limits(sources: &Sources<'_>, p: &mut Vec<String>) -> Limits
             |s| duration_in(s, Duration::from_secs(1), Duration::from_secs(7 * 86_400)),
             p,
         ),
+        disk_reserve: get(
+            sources,
+            "disk_reserve",
+            d.disk_reserve,
+            |s| ranged(s, 0, 1 << 50),
+            p,
+        ),
         tenants: tenant_overrides(sources, p),
     }
 }
@@ -285,6 +294,7 @@ pub(super) fn limits_toml(limits: &LimitsConfig) -> toml::Value {
         duration(limits.keepalive_timeout),
     );
     table.insert("max_snapshot_bytes".into(), int(limits.max_snapshot_bytes));
+    table.insert("disk_reserve".into(), int(limits.disk_reserve));
     table.insert(
         "backup_idle_timeout".into(),
         duration(limits.backup_idle_timeout),

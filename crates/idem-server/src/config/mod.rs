@@ -139,6 +139,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// How long shutdown waits for in-flight requests before cutting them off.
     pub shutdown_grace: Duration,
+    /// Whether claims warn about keys that look weak (advisory, never a refusal).
+    pub key_warnings: bool,
     /// Raft timing and compaction.
     pub raft: RaftConfig,
     /// Default and per-endpoint policies.
@@ -177,6 +179,7 @@ impl Default for Config {
             max_request_bytes: 2 << 20,
             max_body_bytes: 1 << 20,
             shutdown_grace: Duration::from_secs(10),
+            key_warnings: true,
             raft: RaftConfig::default(),
             policies: Policies::default(),
             tls: None,
@@ -309,6 +312,8 @@ impl Config {
         );
         root.insert("max_body_bytes".into(), int(self.max_body_bytes as u64));
         root.insert("shutdown_grace".into(), duration(self.shutdown_grace));
+        let key_warnings = if self.key_warnings { "on" } else { "off" };
+        root.insert("key_warnings".into(), string(key_warnings));
 
         let mut raft = toml::Table::new();
         raft.insert(
@@ -442,6 +447,7 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
         |s| duration_in(s, Duration::ZERO, Duration::from_secs(300)),
         &mut p,
     );
+    let key_warnings = sources.get(KEY_WARNINGS, d.key_warnings, switch, &mut p);
     let tls = tls::build_tls(sources, &mut p);
     let peer_tls = tls::build_peer_tls(sources, &mut p);
     let raft = build_raft(sources, &mut p);
@@ -472,6 +478,7 @@ fn build(sources: &Sources<'_>) -> Result<Config, ConfigError> {
         max_request_bytes,
         max_body_bytes,
         shutdown_grace,
+        key_warnings,
         tls,
         peer_tls,
         raft,

@@ -40,6 +40,7 @@ pub(super) const SWEEP_BATCH: Key = key!("sweep_batch", "sweep_batch");
 pub(super) const MAX_REQUEST_BYTES: Key = key!("max_request_bytes", "max_request_bytes");
 pub(super) const MAX_BODY_BYTES: Key = key!("max_body_bytes", "max_body_bytes");
 pub(super) const SHUTDOWN_GRACE: Key = key!("shutdown_grace", "shutdown_grace");
+pub(super) const KEY_WARNINGS: Key = key!("key_warnings", "key_warnings");
 pub(super) const RAFT_HEARTBEAT: Key = key!("raft.heartbeat_interval", "raft_heartbeat_interval");
 pub(super) const RAFT_ELECTION: Key = key!("raft.election_timeout", "raft_election_timeout");
 pub(super) const RAFT_SNAPSHOT_LOGS: Key = key!("raft.snapshot_logs", "raft_snapshot_logs");
@@ -81,6 +82,7 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "max_request_bytes",
     "max_body_bytes",
     "shutdown_grace",
+    "key_warnings",
     "raft",
     "policy",
     "policies",

@@ -144,6 +144,18 @@ fn every_problem_is_one_line_naming_key_value_and_source() {
 }
 
 #[test]
+fn key_warnings_is_a_switch_on_by_default() {
+    assert!(load(&[], &[]).unwrap().key_warnings);
+    let f = file("key_warnings = false\n");
+    let config = load(&["--config", f.path().to_str().unwrap()], &[]).unwrap();
+    assert!(!config.key_warnings);
+    let config = load(&["--key-warnings", "on"], &[("IDEM_KEY_WARNINGS", "off")]).unwrap();
+    assert!(config.key_warnings, "the flag beats the environment");
+    let lines = problems(load(&["--key-warnings", "maybe"], &[]));
+    assert!(lines[0].contains("expected on or off"), "{lines:?}");
+}
+
+#[test]
 fn cross_field_rules() {
     let lines = problems(load(
         &[

@@ -19,6 +19,15 @@ pub(super) fn ranged(text: &str, min: u64, max: u64) -> Result<u64, String> {
     Ok(value)
 }
 
+/// A switch: `on`/`true` or `off`/`false`.
+pub(super) fn switch(text: &str) -> Result<bool, String> {
+    match text {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        _ => Err("expected on or off".to_owned()),
+    }
+}
+
 pub(super) fn path(text: &str) -> Result<PathBuf, String> {
     if text.is_empty() {
         return Err("must not be empty".to_owned());

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use idem_core::placement::{GroupId, GLOBAL_GROUP};
+use idem_core::placement::GroupId;
 use idem_core::Placement;
 
 use crate::failpoint::Failpoints;
@@ -33,11 +33,7 @@ impl GroupKit {
     /// Where a group keeps its RocksDB and snapshots: the data directory itself for the
     /// global group (the single-group layout), `groups/<id>` below it for region groups.
     pub fn dir_of(&self, group: GroupId) -> PathBuf {
-        if group == GLOBAL_GROUP {
-            self.data_dir.clone()
-        } else {
-            self.data_dir.join("groups").join(group.to_string())
-        }
+        idem_store::group_dir(&self.data_dir, group)
     }
 }
 

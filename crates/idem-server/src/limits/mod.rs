@@ -5,6 +5,8 @@
 //!   (`QUOTA_EXCEEDED`), asked by the Idempotency handlers before they propose.
 //! - [`AdmissionLayer`]: at most `max_in_flight` requests on the API port, the rest shed at
 //!   once (`OVERLOADED`), and the caller's `grpc-timeout` bounding each handler.
+//! - [`DiskGuard`]: writes refused (`DISK_FULL`) while the data directory's filesystem has
+//!   less free space than `disk_reserve`; reads and replays go on.
 //! - [`LimitsConfig`]: the operator's values (`[limits]`), also HTTP/2 stream and keepalive
 //!   settings of both ports and the largest snapshot a peer may announce.
 //!
@@ -14,6 +16,7 @@
 
 mod admission;
 mod bucket;
+mod disk;
 mod quota;
 mod rate;
 #[cfg(test)]
@@ -22,7 +25,8 @@ mod settings;
 mod tenant;
 
 pub use admission::{grpc_timeout, Admission, AdmissionLayer, SHED_RETRY_AFTER};
+pub use disk::DiskGuard;
 pub use quota::{Slot, RESCAN_AFTER, SCAN_LIMIT};
 pub use rate::CallKind;
-pub use settings::{LimitsConfig, Rate, TenantOverride};
+pub use settings::{LimitsConfig, Rate, TenantOverride, DEFAULT_DISK_RESERVE};
 pub use tenant::TenantLimits;

@@ -8,6 +8,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// The default `disk_reserve`: room for a full set of memtables to flush (128 MiB), the
+/// write-ahead logs RocksDB keeps before it forces one (256 MiB), and the compaction that
+/// follows, with some margin. A snapshot larger than what is left needs a larger reserve.
+pub const DEFAULT_DISK_RESERVE: u64 = 512 << 20;
+
 /// A token-bucket rate: `rate` tokens per second, at most `burst` saved up.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rate {
@@ -73,6 +78,9 @@ pub struct LimitsConfig {
     pub backup_idle_timeout: Duration,
     /// Longest a whole backup may stream.
     pub backup_max_duration: Duration,
+    /// Bytes that must stay free on the data directory's filesystem; below it, writes are
+    /// refused (`DISK_FULL`, see [`DiskGuard`](super::DiskGuard)). 0 = no guard.
+    pub disk_reserve: u64,
 }
 
 impl Default for LimitsConfig {
@@ -96,6 +104,7 @@ impl Default for LimitsConfig {
             max_snapshot_bytes: 4 << 30,
             backup_idle_timeout: Duration::from_secs(60),
             backup_max_duration: Duration::from_secs(3600),
+            disk_reserve: DEFAULT_DISK_RESERVE,
         }
     }
 }

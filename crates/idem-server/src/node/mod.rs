@@ -57,7 +57,7 @@ use crate::config::Config;
 use crate::failpoint::Failpoints;
 use crate::groups::{provisioner, Group, GroupKit, GroupSet, Router, Steward};
 use crate::http::{self, HttpState};
-use crate::limits::TenantLimits;
+use crate::limits::{DiskGuard, TenantLimits};
 use crate::metrics::Metrics;
 use crate::replica::forward::Forwarder;
 use crate::replica::Shared;
@@ -168,6 +168,8 @@ impl Node {
                 Arc::clone(&metrics),
             )),
             auth: config.auth.mode,
+            key_warnings: config.key_warnings,
+            hot_keys: Arc::default(),
         });
 
         let auth_layer = AuthLayer::new(authenticator.clone());
@@ -186,6 +188,7 @@ impl Node {
                 metrics: Arc::clone(&metrics),
                 stats,
                 data_dir: config.data_dir.clone(),
+                disk: Arc::clone(&kit.shared.disk),
             }),
             shutdown.clone(),
         ));
@@ -286,6 +289,11 @@ fn group_kit(
             read_timeout: config.read_timeout,
             metrics: Arc::clone(metrics),
             forwarder: Arc::new(Forwarder::new(peer_client)),
+            disk: Arc::new(DiskGuard::new(
+                config.data_dir.clone(),
+                config.limits.disk_reserve,
+                Arc::clone(metrics),
+            )),
         },
         failpoints: failpoints(),
     })

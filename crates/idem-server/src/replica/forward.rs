@@ -189,7 +189,8 @@ fn from_wire(error: rpb::ForwardError) -> ForwardFailure {
     } = error;
     let known = reason::ALL.iter().find(|(r, _)| *r == why).map(|(r, _)| *r);
     ForwardFailure::Final(match known {
-        Some(reason::NOT_LEADER) => return ForwardFailure::Retry(message),
+        // Nothing was done there; a stopped leader is replaced by an election.
+        Some(reason::NOT_LEADER | reason::NODE_STOPPED) => return ForwardFailure::Retry(message),
         Some(reason::UNAVAILABLE_OUTCOME_UNKNOWN) => RequestError::OutcomeUnknown(message),
         Some(reason::INTERNAL) => RequestError::Internal(format!("on the leader: {message}")),
         Some(known) => RequestError::refused(known, message),

@@ -5,7 +5,9 @@
 //! authentication on, authorised): the record commands of the Idempotency service, the
 //! record repairs of the Admin service (`Reconcile`, `PurgeSubject`), the placement
 //! changes of the Admin service (cluster changes, admitting or releasing a tenant,
-//! confirming a new home) and its token changes (`CreateToken`, `RevokeToken`). Everything else a leader only proposes itself: the expiry
+//! confirming a new home), its token changes (`CreateToken`, `RevokeToken`) and the intent
+//! of a membership change (`MembershipIntent`, and the `NoteMembership` of earlier
+//! releases). Everything else a leader only proposes itself: the expiry
 //! sweep's `Expire`, a new group's `Init`, and the failover bookkeeping
 //! (`EnterFailover`/`EndFailover`, stamped with the leader's own id). Those are never sent,
 //! and refused when they arrive, so a caller on the Raft port cannot delete records early
@@ -42,6 +44,7 @@ pub fn check(command: &Command) -> Result<(), &'static str> {
         | Command::Cluster(_)
         | Command::AuditedCluster(_)
         | Command::NoteMembership(_)
+        | Command::MembershipIntent(_)
         | Command::Tokens(_) => Ok(()),
         Command::Group(
             GroupChange::Admit { .. }
@@ -61,18 +64,17 @@ pub fn check(command: &Command) -> Result<(), &'static str> {
 }
 
 /// With authentication on, refuses a forwarded `command` unless `principal` may make it:
-/// placement, membership notes and record repairs need an admin, token changes an admin of
-/// every tenant; record commands a principal of the record's tenant. No principal:
-/// `ROLE_FORBIDDEN`.
+/// placement, membership intents and notes and record repairs need an admin, token changes
+/// an admin of every tenant; record commands a principal of the record's tenant. No
+/// principal: `ROLE_FORBIDDEN`.
 pub fn authorize(
     auth: AuthMode,
     principal: Option<&Principal>,
     command: &Command,
 ) -> Result<(), RequestError> {
-    if auth == AuthMode::Off {
+    let Some(principal) = to_check(auth, principal)? else {
         return Ok(());
-    }
-    let principal = principal.ok_or_else(no_principal)?;
+    };
     match command {
         Command::Claim(_)
         | Command::Start(_)
@@ -90,7 +92,8 @@ pub fn authorize(
         | Command::Group(_)
         | Command::AuditedCluster(_)
         | Command::AuditedGroup(_)
-        | Command::NoteMembership(_) => principal.require(Role::Admin, None),
+        | Command::NoteMembership(_)
+        | Command::MembershipIntent(_) => principal.require(Role::Admin, None),
         Command::Tokens(_) => principal.require_all_tenants(Role::Admin),
     }
 }
@@ -102,10 +105,9 @@ pub fn authorize_membership(
     principal: Option<&Principal>,
     change: &MembershipChange,
 ) -> Result<(), RequestError> {
-    if auth == AuthMode::Off {
+    let Some(principal) = to_check(auth, principal)? else {
         return Ok(());
-    }
-    let principal = principal.ok_or_else(no_principal)?;
+    };
     let role = if change.is_read() {
         Role::Operator
     } else {
@@ -114,15 +116,25 @@ pub fn authorize_membership(
     principal.require(role, None)
 }
 
-fn no_principal() -> RequestError {
-    RequestError::denied(
-        reason::ROLE_FORBIDDEN,
-        "authentication is on: a forwarded call must carry the principal it was authorised for",
-    )
+/// The principal a forwarded call is checked against: none with authentication off
+/// (nothing to check); `ROLE_FORBIDDEN` when it is on and the follower forwarded none.
+fn to_check(
+    auth: AuthMode,
+    principal: Option<&Principal>,
+) -> Result<Option<&Principal>, RequestError> {
+    match (auth, principal) {
+        (AuthMode::Off, _) => Ok(None),
+        (AuthMode::On, Some(principal)) => Ok(Some(principal)),
+        (AuthMode::On, None) => Err(RequestError::denied(
+            reason::ROLE_FORBIDDEN,
+            "authentication is on: a forwarded call must carry the principal it was authorised for",
+        )),
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use idem_core::audit::{MembershipIntent, MembershipKind};
     use idem_core::command::{Audited, Expire, Fenced};
     use idem_core::placement::{ClusterChange, Mode};
 
@@ -194,6 +206,17 @@ mod tests {
             "ROLE_FORBIDDEN"
         );
         assert!(authorize(on, Some(&stranger), &mode).is_ok());
+        let intent = MembershipIntent {
+            kind: MembershipKind::Add,
+            member: 4,
+        };
+        let intent = Command::MembershipIntent(Audited::new(intent, "p", "r"));
+        assert!(check(&intent).is_ok());
+        assert_eq!(
+            denied(authorize(on, Some(&worker), &intent)),
+            "ROLE_FORBIDDEN"
+        );
+        assert!(authorize(on, Some(&stranger), &intent).is_ok());
         assert_eq!(denied(authorize(on, None, &mode)), "ROLE_FORBIDDEN");
         assert_eq!(denied(authorize(on, None, &claim)), "ROLE_FORBIDDEN");
         assert!(authorize(AuthMode::Off, None, &mode).is_ok());

@@ -49,6 +49,7 @@ use crate::backend::{
     forwarded, Backend, MemberInfo, MembershipChange, MembershipView, RaftStatus, RequestError,
 };
 use crate::failpoint::{Failpoints, Phase};
+use crate::limits::DiskGuard;
 use crate::metrics::Metrics;
 use forward::{ForwardFailure, ForwardKind, Forwarder};
 
@@ -80,6 +81,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// Connections to leaders, shared by every group.
     pub forwarder: Arc<Forwarder>,
+    /// The node's free-space guard (`DISK_FULL`), shared by every group.
+    pub disk: Arc<DiskGuard>,
 }
 
 /// Where a request goes now.
@@ -112,6 +115,7 @@ pub struct Replica {
     metrics: Arc<Metrics>,
     failpoints: Failpoints,
     forwarder: Arc<Forwarder>,
+    disk: Arc<DiskGuard>,
 }
 
 impl Replica {
@@ -122,6 +126,7 @@ impl Replica {
             read_timeout,
             metrics,
             forwarder,
+            disk,
         } = shared;
         Replica {
             raft,
@@ -134,6 +139,7 @@ impl Replica {
             metrics,
             failpoints: Failpoints::default(),
             forwarder,
+            disk,
         }
     }
 
@@ -162,6 +168,8 @@ impl Replica {
     /// command is copied once per attempt into the Raft entry, not once per layer.
     pub async fn propose_ref(&self, command: &Command) -> Result<Outcome, RequestError> {
         command.validate()?;
+        // This node's disk first: a follower short of space would have to append the entry.
+        self.disk.admit(command)?;
         if forwardable::check(command).is_err() {
             // A leader-only command (the sweep's Expire): never forwarded.
             return self
@@ -368,9 +376,7 @@ impl Replica {
     fn route(&self) -> Result<Route, RequestError> {
         let metrics = self.raft.metrics();
         let metrics = metrics.borrow_watched();
-        if let Err(fatal) = &metrics.running_state {
-            return Err(RequestError::Internal(format!("raft stopped: {fatal}")));
-        }
+        stopped(&metrics)?;
         Ok(match metrics.current_leader {
             Some(id) if id == self.node_id => Route::Local,
             Some(id) => match metrics.membership_config.membership().get_node(&id) {
@@ -390,6 +396,7 @@ impl Replica {
         deadline: Instant,
     ) -> Result<Outcome, RequestError> {
         self.ensure_leader()?;
+        self.disk.admit(command)?;
         if command.tenant().is_some() {
             self.guard(command, deadline).await?;
         }
@@ -469,9 +476,7 @@ impl Replica {
                         "could not confirm leadership: {e}; retry"
                     )))
                 }
-                RaftError::Fatal(fatal) => {
-                    return Err(RequestError::Internal(format!("raft stopped: {fatal}")))
-                }
+                RaftError::Fatal(fatal) => return Err(stopped_error(&fatal)),
             }
             tokio::time::sleep(RETRY_PAUSE).await;
         }
@@ -496,15 +501,20 @@ impl Replica {
         })
     }
 
+    /// `NODE_STOPPED` once Raft stopped: a node whose storage failed serves no reads either
+    /// (its state is no longer kept up to date, and it is not trusted), local replays
+    /// included.
+    fn serving(&self) -> Result<(), RequestError> {
+        stopped(&self.raft.metrics().borrow_watched())
+    }
+
     /// `NOT_LEADER` unless this node currently is the leader.
     fn ensure_leader(&self) -> Result<(), RequestError> {
         let metrics = self.raft.metrics();
         let metrics = metrics.borrow_watched();
+        stopped(&metrics)?;
         if metrics.current_leader == Some(self.node_id) {
             return Ok(());
-        }
-        if let Err(fatal) = &metrics.running_state {
-            return Err(RequestError::Internal(format!("raft stopped: {fatal}")));
         }
         Err(RequestError::NotLeader {
             leader_id: metrics.current_leader,
@@ -545,8 +555,25 @@ fn write_error(
             ))
         }
         RaftError::APIError(other) => RequestError::Internal(format!("{name}: {other}")),
-        RaftError::Fatal(fatal) => RequestError::Internal(format!("{name}: raft stopped: {fatal}")),
+        // The entry may be in the log and on the other nodes, which may commit it.
+        RaftError::Fatal(fatal) => RequestError::OutcomeUnknown(format!(
+            "{name}: this node's raft stopped while the write was in flight ({fatal}); it may have been applied by the other nodes; retry with the same key on another node"
+        )),
     }
+}
+
+/// [`RequestError::Stopped`] once this node's Raft core stopped on a fatal error.
+fn stopped(metrics: &RaftMetrics<TypeConfig>) -> Result<(), RequestError> {
+    match &metrics.running_state {
+        Ok(()) => Ok(()),
+        Err(fatal) => Err(stopped_error(fatal)),
+    }
+}
+
+fn stopped_error(fatal: &openraft::error::Fatal<TypeConfig>) -> RequestError {
+    RequestError::Stopped(format!(
+        "this node's raft stopped ({fatal}); it serves nothing until restarted: use another node"
+    ))
 }
 
 fn store_error(error: idem_store::StoreError) -> RequestError {
@@ -580,6 +607,7 @@ pub fn raft_status(node_id: u64, metrics: &RaftMetrics<TypeConfig>) -> RaftStatu
         last_log_index: metrics.last_log_index.unwrap_or(0),
         members,
         running: metrics.running_state.is_ok(),
+        stopped: metrics.running_state.as_ref().err().map(|e| e.to_string()),
     }
 }
 
@@ -593,6 +621,7 @@ impl Backend for Replica {
     }
 
     fn record(&self, key: &RecordKey) -> Result<Option<Record>, RequestError> {
+        self.serving()?;
         self.reader.record(key).map_err(store_error)
     }
 
@@ -602,6 +631,7 @@ impl Backend for Replica {
     }
 
     fn operation(&self, id: &OperationId) -> Result<Option<Record>, RequestError> {
+        self.serving()?;
         self.reader.operation(id).map_err(store_error)
     }
 
@@ -611,6 +641,7 @@ impl Backend for Replica {
         after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<Record>, RequestError> {
+        self.serving()?;
         self.reader.scan(prefix, after, limit).map_err(store_error)
     }
 

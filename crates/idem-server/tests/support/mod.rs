@@ -23,6 +23,8 @@ pub const ACME_WORKER: &str = "idem_acme_worker_token";
 pub const GLOBEX_WORKER: &str = "idem_globex_worker_token";
 /// An operator of tenant `acme` (credentials file).
 pub const OPERATOR: &str = "idem_acme_operator_token";
+/// An admin of tenant `acme` only (credentials file).
+pub const ACME_ADMIN: &str = "idem_acme_admin_token";
 /// An admin of every tenant, named `root` (credentials file).
 pub const ADMIN: &str = "idem_admin_token";
 
@@ -43,7 +45,7 @@ pub fn member(id: u64) -> InitialMember {
     }
 }
 
-/// Writes the credentials file of the four principals above into `dir`.
+/// Writes the credentials file of the five principals above into `dir`.
 pub fn credentials(dir: &Path) -> PathBuf {
     let entry = |name: &str, token: &str, role: &str, tenants: &str| {
         format!(
@@ -55,6 +57,7 @@ pub fn credentials(dir: &Path) -> PathBuf {
         entry("acme-worker", ACME_WORKER, "worker", "\"acme\""),
         entry("globex-worker", GLOBEX_WORKER, "worker", "\"globex\""),
         entry("acme-operator", OPERATOR, "operator", "\"acme\""),
+        entry("acme-admin", ACME_ADMIN, "admin", "\"acme\""),
         entry("root", ADMIN, "admin", "\"*\""),
     ]
     .concat();
@@ -99,6 +102,35 @@ pub fn node_config(
     config
 }
 
+/// The configuration of a node alone (id 1, data under `dir/data`, ports picked at start),
+/// with faster Raft timers than a cluster's: a single voter only has to elect itself.
+pub fn single_config(dir: &Path, auth: AuthConfig) -> Config {
+    let any = "127.0.0.1:0".parse().unwrap();
+    let me = InitialMember {
+        id: 1,
+        raft_addr: any,
+        api_addr: any,
+        region: None,
+        zone: None,
+    };
+    let mut config = node_config(dir.join("data"), &me, ClusterConfig::default(), auth);
+    config.raft.heartbeat_interval = Duration::from_millis(50);
+    config.raft.election_timeout = Duration::from_millis(300);
+    config
+}
+
+/// Starts the node of `config` and waits until it is ready.
+pub async fn start(config: Config) -> NodeHandle {
+    let node = Node::start(config).await.expect("node starts");
+    node.wait_ready(Duration::from_secs(10)).await.unwrap();
+    node
+}
+
+/// A node alone with authentication on and the credentials of [`credentials`], started.
+pub async fn secured_node(dir: &Path) -> NodeHandle {
+    start(single_config(dir, auth_on(dir))).await
+}
+
 /// Starts three initial members (data under `dir/n<id>`) and waits until each is ready.
 pub async fn three_nodes(dir: &Path, auth: AuthConfig) -> Vec<NodeHandle> {
     let members: Vec<InitialMember> = (1..=3).map(member).collect();
@@ -106,10 +138,16 @@ pub async fn three_nodes(dir: &Path, auth: AuthConfig) -> Vec<NodeHandle> {
         initial_members: members.clone(),
         join: false,
     };
-    let starts = members.iter().map(|m| {
+    let configs = members.iter().map(|m| {
         let data_dir = dir.join(format!("n{}", m.id));
-        Node::start(node_config(data_dir, m, cluster.clone(), auth.clone()))
+        node_config(data_dir, m, cluster.clone(), auth.clone())
     });
+    start_all(configs).await
+}
+
+/// Starts the nodes of `configs` at once and waits until each is ready.
+pub async fn start_all(configs: impl IntoIterator<Item = Config>) -> Vec<NodeHandle> {
+    let starts = configs.into_iter().map(Node::start);
     let nodes: Vec<NodeHandle> = futures::future::join_all(starts)
         .await
         .into_iter()
@@ -133,13 +171,18 @@ pub fn roles(nodes: &[NodeHandle]) -> (usize, Vec<usize>) {
     (l, (0..nodes.len()).filter(|i| *i != l).collect())
 }
 
-/// A channel to `node`'s API port.
-pub async fn channel(node: &NodeHandle) -> Channel {
-    Channel::from_shared(format!("http://{}", node.api_addr()))
+/// A plaintext channel to `addr`.
+pub async fn connect(addr: SocketAddr) -> Channel {
+    Channel::from_shared(format!("http://{addr}"))
         .unwrap()
         .connect()
         .await
         .unwrap()
+}
+
+/// A channel to `node`'s API port.
+pub async fn channel(node: &NodeHandle) -> Channel {
+    connect(node.api_addr()).await
 }
 
 /// `message` with `authorization: Bearer <token>` when a token is given.

@@ -95,8 +95,15 @@ impl From<RiskArg> for Risk {
 }
 
 /// The document of a claim: outcome, operation id, fence (null unless owned), state, stage,
-/// version, then the fields of the outcome.
+/// version, the server's key warnings (comma-separated, only when there are any), then the
+/// fields of the outcome.
 pub fn claim_doc(claim: &Claim) -> Doc {
+    let warnings = claim
+        .warnings
+        .iter()
+        .map(|w| w.name())
+        .collect::<Vec<_>>()
+        .join(",");
     let doc = Doc::new()
         .with("outcome", claim.outcome.kind().name())
         .with("operation_id", claim.operation_id.to_string())
@@ -105,7 +112,8 @@ pub fn claim_doc(claim: &Claim) -> Doc {
         .with("stage", claim.stage.name())
         .with("version", claim.version)
         .with("attempts", claim.attempts)
-        .with("holder", claim.holder.as_str());
+        .with("holder", claim.holder.as_str())
+        .with_some("warnings", (!warnings.is_empty()).then_some(warnings));
     match &claim.outcome {
         ClaimOutcome::Acquired {
             lease_expires_at,
@@ -147,6 +155,7 @@ mod tests {
     use std::time::Duration;
 
     use clap::Parser;
+    use idem_client::KeyWarning;
     use idem_core::{IdempotencyKey, RecordKey, Scope, Stage, State, StoredResult, Timestamp};
 
     use super::*;
@@ -212,6 +221,7 @@ mod tests {
             attempts: 1,
             holder: Holder::new("h-1").unwrap(),
             target: RecordKey::new(scope, IdempotencyKey::new("k").unwrap()),
+            warnings: Vec::new(),
         }
     }
 
@@ -279,5 +289,14 @@ mod tests {
             serde_json::from_str(&to_json(&claim_doc(&mismatch))).unwrap();
         assert_eq!(json["outcome"], "FINGERPRINT_MISMATCH");
         assert_eq!(json["state"], "COMPLETED");
+        assert!(json.get("warnings").is_none(), "no warnings, no field");
+    }
+
+    #[test]
+    fn key_warnings_are_printed() {
+        let mut weak = claim(ClaimOutcome::FingerprintMismatch, State::Completed);
+        weak.warnings = vec![KeyWarning::Sequential, KeyWarning::Short];
+        let json: serde_json::Value = serde_json::from_str(&to_json(&claim_doc(&weak))).unwrap();
+        assert_eq!(json["warnings"], "SEQUENTIAL,SHORT");
     }
 }

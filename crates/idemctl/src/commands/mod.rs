@@ -15,6 +15,7 @@ mod read;
 pub(crate) mod reconcile;
 mod regions;
 mod snapshot;
+pub(crate) mod top;
 mod worker;
 
 use idem_client::{Client, ClientError, ClientOptions, RetryPolicy, Target, TlsOptions};
@@ -60,6 +61,7 @@ pub async fn run(cli: Cli) -> Result<Doc, CliError> {
         Command::Reconcile(reconcile::ReconcileCommand::Run(args)) => {
             reconcile::run(client, args, cli.write_out).await
         }
+        Command::Top(command) => top::run(&client, command).await,
         Command::Purge(args) => admin::purge(&client, args).await,
         Command::Snapshot(SnapshotCommand::Save(args)) => snapshot::save(&client, &args.file).await,
         Command::Cert(_) | Command::Auth(_) | Command::Snapshot(SnapshotCommand::Restore(_)) => {

@@ -59,6 +59,7 @@ pub async fn reconcile(client: &Client, args: ReconcileArgs) -> Result<Doc, CliE
                 CliError::Usage("--to TERMINAL_FAILURE needs --error and/or --code".into())
             })?)
         }
+        ReconcileTo::Cancelled => ReconcileTarget::Cancelled,
     };
     let decision = Reconciliation {
         operation_id: operation_id(&args.operation_id)?,

@@ -35,7 +35,8 @@ pub enum ReconcileCommand {
                       NEEDS_RECONCILIATION records and PENDING/IN_PROGRESS records at stage \
                       CALLING unchanged for --stuck-after. Found: COMPLETED with the \
                       downstream's reference as resource_id. Definitely absent: \
-                      RETRYABLE_FAILURE (--absent retry) or TERMINAL_FAILURE (--absent fail). \
+                      RETRYABLE_FAILURE (--absent retry), CANCELLED (--absent cancel) or \
+                      TERMINAL_FAILURE (--absent fail). \
                       Unknown or a failed check: left alone and counted. Every change is \
                       version-checked and audited, so two reconcilers at once settle each \
                       record once (the loser counts a conflict). Needs an operator to list \
@@ -142,6 +143,9 @@ pub enum Absent {
     Retry,
     /// TERMINAL_FAILURE: the failure is replayed, like a cancellation.
     Fail,
+    /// CANCELLED: nothing happened and the key is closed (needs every node at a release that
+    /// has CANCELLED reconcile targets).
+    Cancel,
 }
 
 /// Default `--json-path`: a lookup answering the charge object itself.
@@ -275,6 +279,7 @@ fn options(args: RunArgs) -> ReconcilerOptions {
         absent: match args.absent {
             Absent::Retry => AbsentPolicy::Retry,
             Absent::Fail => AbsentPolicy::Fail,
+            Absent::Cancel => AbsentPolicy::Cancel,
         },
         checks_per_second: args.rate,
         burst: args.burst,
@@ -307,6 +312,7 @@ fn add(totals: &mut Counts, pass: &Counts) {
     totals.completed += pass.completed;
     totals.retryable_failure += pass.retryable_failure;
     totals.terminal_failure += pass.terminal_failure;
+    totals.cancelled += pass.cancelled;
     totals.unknown += pass.unknown;
     totals.contradictions += pass.contradictions;
     totals.check_errors += pass.check_errors;
@@ -320,6 +326,7 @@ fn counts_doc(counts: &Counts) -> Doc {
         .with("completed", counts.completed)
         .with("retryable_failure", counts.retryable_failure)
         .with("terminal_failure", counts.terminal_failure)
+        .with("cancelled", counts.cancelled)
         .with("unknown", counts.unknown)
         .with("contradictions", counts.contradictions)
         .with("check_errors", counts.check_errors)
@@ -388,6 +395,14 @@ mod tests {
         assert!(matches!(check(&orphan.unwrap()), Err(CliError::Usage(_))));
         let args = parse(&["--command", "/bin/check {operation_id}", "--absent", "fail"]).unwrap();
         assert_eq!(options(args).absent, AbsentPolicy::Fail);
+        let args = parse(&[
+            "--command",
+            "/bin/check {operation_id}",
+            "--absent",
+            "cancel",
+        ])
+        .unwrap();
+        assert_eq!(options(args).absent, AbsentPolicy::Cancel);
     }
 
     #[test]

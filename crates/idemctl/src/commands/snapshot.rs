@@ -6,7 +6,8 @@
 //! checked backup, never half of one. `restore` checks a file the same way and seeds a new
 //! data directory with it (`idem_store::restore`), so `idemd` started there is a cluster of
 //! one with every record, result and fence of the backup (docs/operations.md, "Disaster
-//! recovery").
+//! recovery"). A backup of a cluster with region groups holds each group at its own applied
+//! index; both commands print every group's.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -88,8 +89,20 @@ fn check_download(
         }
         .into());
     }
-    let stored = backup.header();
-    if (stored.index(), stored.term()) != (header.applied_index, header.applied_term) {
+    let stored: Vec<(u64, u64, u64)> = backup
+        .headers()
+        .iter()
+        .map(|h| (h.group, h.index(), h.term()))
+        .collect();
+    let streamed: Vec<(u64, u64, u64)> = header
+        .groups
+        .iter()
+        .map(|g| (g.group, g.applied_index, g.applied_term))
+        .collect();
+    let global = (stored[0].1, stored[0].2);
+    // A node of an earlier release announces the global group alone, without `groups`.
+    let announced = streamed.is_empty() || streamed == stored;
+    if global != (header.applied_index, header.applied_term) || !announced {
         return Err(incomplete(
             "the file's header differs from the streamed one",
         ));
@@ -113,8 +126,19 @@ fn saved_doc(file: &Path, header: &BackupHeader, backup: &BackupFile) -> Doc {
             "taken_at_ms",
             u64::try_from(header.taken_at_ms).unwrap_or(0),
         )
+        .with("groups", groups_of(backup))
         .with("bytes", backup.len())
         .with("sha256", backup.digest_hex())
+}
+
+/// Every group of `backup` as `group@index` (in file order, the global group 0 first).
+fn groups_of(backup: &BackupFile) -> String {
+    let groups: Vec<String> = backup
+        .headers()
+        .iter()
+        .map(|h| format!("{}@{}", h.group, h.index()))
+        .collect();
+    groups.join(",")
 }
 
 /// `idemctl snapshot restore FILE --data-dir DIR`.
@@ -134,6 +158,7 @@ pub fn restore(args: &SnapshotRestoreArgs) -> Result<Doc, CliError> {
         .with("node_id", args.node_id)
         .with("applied_index", header.index())
         .with("applied_term", header.term())
+        .with("groups", groups_of(&backup))
         .with("backup_node_id", header.node_id)
         .with(
             "taken_at_ms",
@@ -144,7 +169,7 @@ pub fn restore(args: &SnapshotRestoreArgs) -> Result<Doc, CliError> {
             "next",
             format!(
                 "start idemd --node-id {} --data-dir {} --raft-addr {} --api-addr {}; \
-                 add other nodes with `idemctl member add`",
+                 add other nodes with `idemctl member add` (they join every group)",
                 args.node_id,
                 args.data_dir.display(),
                 args.raft_addr,
