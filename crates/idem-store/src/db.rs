@@ -108,6 +108,11 @@ impl Cf {
 /// snapshot store and the readers.
 pub(crate) struct Db {
     db: DB,
+    /// The first failed write or WAL fsync. From then on nothing reaches RocksDB again: its
+    /// WAL writer is in an error state that the linked (Debian, assertions on) build turns
+    /// into an abort on the next append (`sync_without_flush_called_`), and a retried fsync
+    /// could report success for data the kernel already dropped ("fsyncgate").
+    failure: std::sync::OnceLock<String>,
     /// Test builds only: the write that fails, counted from 1 (0: none), see
     /// [`Db::fail_write`].
     #[cfg(test)]
@@ -145,6 +150,7 @@ impl Db {
         }
         Ok(Db {
             db,
+            failure: std::sync::OnceLock::new(),
             #[cfg(test)]
             failing_write: std::sync::atomic::AtomicU64::new(0),
         })
@@ -193,10 +199,13 @@ impl Db {
 
     /// Writes `batch` atomically; with `sync`, the WAL is fsynced before returning.
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<(), StoreError> {
-        self.injected_failure()?;
+        self.refuse_after_failure()?;
+        self.injected_failure().map_err(|e| self.latch(e))?;
         let mut options = WriteOptions::default();
         options.set_sync(sync);
-        Ok(self.db.write_opt(batch, &options)?)
+        self.db
+            .write_opt(batch, &options)
+            .map_err(|e| self.latch(e.into()))
     }
 
     /// Writes `batch` (not synced) unless RocksDB would make the caller wait for it (a
@@ -206,15 +215,30 @@ impl Db {
         &self,
         batch: WriteBatch,
     ) -> Result<Option<WriteBatch>, StoreError> {
-        self.injected_failure()?;
+        self.refuse_after_failure()?;
+        self.injected_failure().map_err(|e| self.latch(e))?;
         let copy = WriteBatch::from_data(batch.data());
         let mut options = WriteOptions::default();
         options.set_no_slowdown(true);
         match self.db.write_opt(batch, &options) {
             Ok(()) => Ok(None),
             Err(e) if e.kind() == rocksdb::ErrorKind::Incomplete => Ok(Some(copy)),
-            Err(e) => Err(e.into()),
+            Err(e) => Err(self.latch(e.into())),
         }
+    }
+
+    /// [`StoreError::FailedBefore`] once a write or fsync failed.
+    fn refuse_after_failure(&self) -> Result<(), StoreError> {
+        match self.failure.get() {
+            Some(first) => Err(StoreError::FailedBefore(first.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Remembers the first failure (see `failure`) and hands `error` back.
+    fn latch(&self, error: StoreError) -> StoreError {
+        let _ = self.failure.set(error.to_string());
+        error
     }
 
     /// Test builds only: the `nth` batch write from now (1: the next) fails before it
@@ -247,7 +271,8 @@ impl Db {
 
     /// Makes every write so far durable.
     pub(crate) fn sync_wal(&self) -> Result<(), StoreError> {
-        Ok(self.db.flush_wal(true)?)
+        self.refuse_after_failure()?;
+        self.db.flush_wal(true).map_err(|e| self.latch(e.into()))
     }
 
     /// Adds to `batch` one range deletion covering every key of `cf`.

@@ -37,6 +37,10 @@ pub enum StoreError {
     /// The log writer thread is gone (the store is shutting down or it panicked).
     #[error("log writer thread stopped")]
     WriterStopped,
+    /// An earlier write or fsync failed: the store writes nothing more until the node is
+    /// restarted (its disk checked), never retrying an fsync.
+    #[error("an earlier write or fsync failed ({0}); nothing is written until the node restarts")]
+    FailedBefore(String),
     /// A blocking task could not be run or did not complete.
     #[error("blocking task failed: {0}")]
     Blocking(String),

@@ -159,3 +159,29 @@ async fn a_failed_write_leaves_neither_the_reconcile_nor_its_audit_entry() {
     assert_eq!(after.audit.len(), 1, "{:?}", after.audit);
     assert_eq!(after.applied, Some(log_id(4)));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_a_failed_write_nothing_reaches_rocksdb_until_a_restart() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut h = H::new(MemoryStore::new());
+    let commands = worker_at_calling(&mut h, |record| {
+        Command::RecordExternalCall(RecordExternalCall {
+            owner: H::owner(&record.key, 1),
+            call: ExternalCall::RemoteConfirmed {
+                remote_ref: "psp_1".into(),
+            },
+        })
+    });
+    let all = entries(commands);
+    let (_log, mut sm, reader) = crate::open(dir.path()).unwrap();
+    reader.db().fail_write(1);
+    apply(&mut sm, &all).await.unwrap_err();
+    // The injected failure is spent: only the latch refuses what follows.
+    let again = apply(&mut sm, &all).await.unwrap_err();
+    assert!(again.to_string().contains("an earlier write"), "{again}");
+    let sync = reader.db().sync_wal().unwrap_err();
+    assert!(matches!(sync, crate::StoreError::FailedBefore(_)), "{sync}");
+    drop((_log, sm, reader));
+    let (_log, mut sm, _reader) = crate::open(dir.path()).unwrap();
+    apply(&mut sm, &all).await.unwrap();
+}
