@@ -210,7 +210,9 @@ say "7. back up, lose the cluster, restore into a new one"
 out="$(ctl snapshot save /data/backup.idembk)" || fail "snapshot save: $out"
 groups="$(json "d['groups']" <<<"$out")"
 [[ "$groups" =~ ^0@[0-9]+,1@[0-9]+,2@[0-9]+,3@[0-9]+$ ]] || fail "the backup's groups: $groups"
-docker cp "$COMPOSE_PROJECT_NAME-ctl:/data/backup.idembk" "$BACKUPS/" >/dev/null
+# `docker cp` cannot read the tmpfs the file is on; cat through `docker exec` (no tty).
+docker exec "$COMPOSE_PROJECT_NAME-ctl" cat /data/backup.idembk >"$BACKUPS/backup.idembk" ||
+    fail "copy the backup out of the idemctl container"
 chmod 0755 "$BACKUPS"; chmod 0644 "$BACKUPS/backup.idembk"
 out="$(claim_until after-backup '{"x":2}' ACQUIRED)"
 docker rm -f -v "$COMPOSE_PROJECT_NAME-ctl" >/dev/null
