@@ -50,7 +50,9 @@ echo "upgrade-test: building the previous release's idemd in $prev_target (nice 
 previous="$prev_target/release/idemd"
 
 echo "upgrade-test: building this tree's idemd"
-cargo build --release --bin idemd
+# Workspace-wide, tests included: the feature set of `make test`, so after it nothing of this
+# tree is compiled again.
+cargo build --release --workspace --bins --tests
 echo "upgrade-test: rolling upgrade from $sha to $(git rev-parse --short HEAD) (plus uncommitted changes, if any)"
-IDEM_PREVIOUS_IDEMD="$previous" cargo test --release -p idem-tests --test upgrade -- \
+IDEM_PREVIOUS_IDEMD="$previous" cargo test --release --workspace --test upgrade -- \
     --ignored --nocapture

@@ -9,7 +9,10 @@
 //!   started it, except the harness itself (which lives in the hub namespace).
 //! - At start, [`claim_prefix`] removes the leftovers of an earlier run with the same prefix
 //!   whose owner process is gone (it was killed with SIGKILL, say), and refuses to touch a
-//!   prefix whose owner is still alive.
+//!   prefix whose owner is still alive. It also detaches the idem-faultfs mounts (nodes' data
+//!   directories under the power-loss nemesis) whose serving process died with such a run:
+//!   they answer every access with `ENOTCONN` and block `rm -rf` of the store. A mount whose
+//!   server lives (another run's) answers, and is left alone.
 
 use std::path::PathBuf;
 
@@ -124,6 +127,7 @@ pub fn claim_prefix(prefix: &str) -> anyhow::Result<()> {
         }
     }
     remove_leftovers(prefix);
+    remove_dead_mounts();
     std::fs::create_dir_all(OWNER_DIR)?;
     std::fs::write(&file, format!("{}\n", std::process::id()))?;
     Ok(())
@@ -137,4 +141,85 @@ pub fn remove_leftovers(prefix: &str) -> usize {
         teardown_ns(ns);
     }
     leftovers.len()
+}
+
+/// The file system type of idem-faultfs mounts in `/proc/self/mountinfo`.
+const FAULTFS_TYPE: &str = "fuse.idem-faultfs";
+
+/// Lazily unmounts every idem-faultfs mount whose server is gone; returns how many.
+pub fn remove_dead_mounts() -> usize {
+    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return 0;
+    };
+    let dead: Vec<String> = faultfs_mounts(&mountinfo)
+        .into_iter()
+        .filter(|mountpoint| {
+            std::fs::metadata(mountpoint)
+                .err()
+                .and_then(|e| e.raw_os_error())
+                == Some(rustix::io::Errno::NOTCONN.raw_os_error())
+        })
+        .collect();
+    for mountpoint in &dead {
+        eprintln!("cleanup: detaching the dead idem-faultfs mount {mountpoint}");
+        Cmd::new(["umount", "-l", mountpoint.as_str()]).run_quietly();
+    }
+    dead.len()
+}
+
+/// The mount points of idem-faultfs mounts in a `mountinfo` text.
+fn faultfs_mounts(mountinfo: &str) -> Vec<String> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            // `ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE ...`
+            let (head, tail) = line.split_once(" - ")?;
+            let fstype = tail.split_whitespace().next()?;
+            let mountpoint = head.split_whitespace().nth(4)?;
+            (fstype == FAULTFS_TYPE).then(|| unescape(mountpoint))
+        })
+        .collect()
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space, …).
+fn unescape(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes.get(i + 1..i + 4).and_then(|d| {
+            let text = std::str::from_utf8(d).ok()?;
+            u8::from_str_radix(text, 8).ok()
+        });
+        match (bytes[i], octal) {
+            (b'\\', Some(byte)) => {
+                out.push(byte);
+                i += 4;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_faultfs_mount_points_are_read_with_escapes_undone() {
+        let mountinfo = "\
+22 1 0:21 / /proc rw,nosuid - proc proc rw
+97 25 0:45 / /work/store/run\\0401/nodes/n1/data rw,nosuid shared:1 - fuse.idem-faultfs idem-faultfs rw,user_id=0
+98 25 0:46 / /mnt/other rw - fuse.sshfs host:/ rw
+";
+        assert_eq!(
+            faultfs_mounts(mountinfo),
+            ["/work/store/run 1/nodes/n1/data"]
+        );
+        assert_eq!(unescape("a\\134b\\"), "a\\b\\");
+    }
 }
