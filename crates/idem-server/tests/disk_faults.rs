@@ -49,7 +49,26 @@ fn child_process() {
     .unwrap();
     println!("mounted");
     let _ = std::io::stdin().read(&mut [0u8; 1]);
+    wait_until_unused(Path::new(mnt));
     mount.unmount().unwrap();
+}
+
+/// Returns once the test process holds no file under `mnt`, or has exited. A store may
+/// close its last files after its handle is gone (RocksDB's background threads), and one
+/// that stopped after a failed fsync may keep them to the end: unmounting under it would
+/// fail (`EBUSY`) and leave its files on a dead mount, whose next error RocksDB's WAL writer
+/// turns into an abort of the test process.
+fn wait_until_unused(mnt: &Path) {
+    let parent = std::os::unix::process::parent_id();
+    let holds_a_file = || {
+        std::fs::read_dir(format!("/proc/{parent}/fd")).is_ok_and(|fds| {
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.starts_with(mnt)))
+        })
+    };
+    while std::os::unix::process::parent_id() == parent && holds_a_file() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A fault filesystem served by a child process; unmounted when dropped.
@@ -97,9 +116,14 @@ impl FaultMount {
 }
 
 impl Drop for FaultMount {
+    /// Tells the child to unmount, and waits a while for it: it unmounts only once this
+    /// process holds no file there (see [`wait_until_unused`]), at the latest when it exits.
     fn drop(&mut self) {
         drop(self.child.stdin.take());
-        let _ = self.child.wait();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 

@@ -240,9 +240,7 @@ pub(super) async fn finish(
     }
     groups.unregister_all();
     for group in groups.all() {
-        if let Err(e) = group.raft().shutdown().await {
-            tracing::error!(group = group.id(), error = %e, "raft did not shut down cleanly");
-        }
+        stop_raft(group.id(), group.raft().clone()).await;
     }
     raft_port.stop().await;
     // The last references to the stores: dropping them closes RocksDB.
@@ -253,5 +251,22 @@ pub(super) async fn finish(
     match failure {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// Shuts one group's Raft down, in a task of its own: after a fatal storage error, openraft
+/// (0.10.0-alpha.37) can panic here. A caller that was cancelled while it waited for the
+/// stopped core leaves the core's state half-finished; the next waiter then hits
+/// `unreachable!` and poisons the lock that `shutdown` takes. The core is gone by then, so
+/// the panic is logged and the node's shutdown goes on (closing its stores).
+async fn stop_raft(group: idem_core::placement::GroupId, raft: Raft) {
+    match tokio::spawn(async move { raft.shutdown().await }).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::error!(group, error = %e, "raft did not shut down cleanly"),
+        Err(e) => tracing::error!(
+            group,
+            error = %e,
+            "raft's shutdown panicked (its core had already stopped, e.g. after a storage failure)"
+        ),
     }
 }
