@@ -238,15 +238,7 @@ async fn a_backup_under_load_restores_every_acknowledged_record() {
         let mut client = IdempotencyClient::new(channel(node).await);
         for ack in &before {
             let record = get(&mut client, &ack.key).await;
-            assert_eq!(record.fence, ack.fence, "{}", ack.key);
-            if ack.completed {
-                assert_eq!(record.state(), pb::State::Completed, "{}", ack.key);
-                let result = record.result.as_ref().unwrap();
-                assert_eq!(
-                    (result.status_code, result.resource_id.as_str()),
-                    (201, "ch_1")
-                );
-            }
+            support::assert_restored(&record, ack.fence, ack.completed, &ack.key);
         }
     }
     let mut client = IdempotencyClient::new(channel(&restored[2]).await);

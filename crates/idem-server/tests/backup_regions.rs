@@ -245,15 +245,8 @@ async fn a_backup_of_every_region_group_restores_every_acknowledged_record() {
         let mut client = IdempotencyClient::new(channel(node).await);
         for ack in &before {
             let record = get(&mut client, ack.tenant, &ack.key).await;
-            assert_eq!(record.fence, ack.fence, "{}/{}", ack.tenant, ack.key);
-            if ack.completed {
-                assert_eq!(record.state(), pb::State::Completed, "{}", ack.key);
-                let result = record.result.as_ref().unwrap();
-                assert_eq!(
-                    (result.status_code, result.resource_id.as_str()),
-                    (201, "ch_1")
-                );
-            }
+            let what = format!("{}/{}", ack.tenant, ack.key);
+            support::assert_restored(&record, ack.fence, ack.completed, &what);
         }
     }
     // Every tenant's group takes new writes in the restored cluster.

@@ -211,3 +211,18 @@ pub async fn shutdown(nodes: Vec<NodeHandle>) {
         node.shutdown().await.unwrap();
     }
 }
+
+/// Asserts that a record restored from a backup kept the fence it was acknowledged with
+/// and, when its completion was acknowledged, the tests' result (201, `ch_1`).
+pub fn assert_restored(record: &idem_proto::v1::Record, fence: u64, completed: bool, what: &str) {
+    assert_eq!(record.fence, fence, "{what}");
+    if completed {
+        assert_eq!(record.state(), idem_proto::v1::State::Completed, "{what}");
+        let result = record.result.as_ref().unwrap();
+        assert_eq!(
+            (result.status_code, result.resource_id.as_str()),
+            (201, "ch_1"),
+            "{what}"
+        );
+    }
+}
