@@ -1,8 +1,14 @@
 //! The one RocksDB instance of a node and its column families.
 //!
 //! Log, Raft metadata and state share a single database on purpose: one write-ahead log
-//! orders every write of the node, so syncing the WAL for a later write (a log append, a
-//! vote, a purge) also makes every earlier write durable, state-machine batches included.
+//! orders every write of the log store, so syncing the WAL for a later write (a log append,
+//! a vote, a purge) also makes every earlier one durable. State-machine batches are the
+//! exception: they are written WITHOUT the WAL ([`Db::write_state`]), since every one of
+//! them can be recomputed from log entries that are already durable. They become durable
+//! when RocksDB flushes its memtables, which it does for all column families at once
+//! (`atomic_flush`), so the state on disk is always the state as of one applied index,
+//! never records of one index beside the `applied` marker of another (the state machine's
+//! docs say how a restart rebuilds what a crash took).
 //! Column families separate the concerns (docs/design.md §4) so each can be scanned, cleared or
 //! tuned on its own:
 //!
@@ -138,6 +144,14 @@ impl Db {
         // 4 x the total write buffers (gigabytes): disk and restart replay time with it.
         // Past this size, RocksDB flushes the families pinning the oldest WAL.
         options.set_max_total_wal_size(MAX_TOTAL_WAL_BYTES);
+        // State batches skip the WAL, so a flush is the only thing that makes them durable,
+        // and it must take every family at one point: records written by entry 10 beside
+        // an `applied` marker of entry 9 (or the reverse) would make a restart apply
+        // entry 10 twice (or never). RocksDB flushes all families atomically when it
+        // flushes on its own (full memtables, WAL size, shutdown) with this option; idem
+        // never asks for a flush of a single family (that would be atomic over that family
+        // alone).
+        options.set_atomic_flush(true);
         // Memory is bounded by these two budgets (plus RocksDB's small fixed overhead),
         // not by the number of records: memtables of all families together, and the
         // block cache that also holds index and filter blocks.
@@ -208,17 +222,27 @@ impl Db {
             .map_err(|e| self.latch(e.into()))
     }
 
-    /// Writes `batch` (not synced) unless RocksDB would make the caller wait for it (a
-    /// write stall, a full memtable waiting for its flush): then nothing is written and the
-    /// batch comes back, for the caller to write where waiting is allowed.
-    pub(crate) fn write_unless_stalled(
+    /// Writes a state-machine batch without the WAL: it reaches disk with the next memtable
+    /// flush, and until then a crash loses it (the log entries it came from are replayed).
+    pub(crate) fn write_state(&self, batch: WriteBatch) -> Result<(), StoreError> {
+        self.refuse_after_failure()?;
+        self.injected_failure().map_err(|e| self.latch(e))?;
+        self.db
+            .write_opt(batch, &state_options())
+            .map_err(|e| self.latch(e.into()))
+    }
+
+    /// [`Db::write_state`] unless RocksDB would make the caller wait for it (a write stall,
+    /// a full memtable waiting for its flush): then nothing is written and the batch comes
+    /// back, for the caller to write where waiting is allowed.
+    pub(crate) fn write_state_unless_stalled(
         &self,
         batch: WriteBatch,
     ) -> Result<Option<WriteBatch>, StoreError> {
         self.refuse_after_failure()?;
         self.injected_failure().map_err(|e| self.latch(e))?;
         let copy = WriteBatch::from_data(batch.data());
-        let mut options = WriteOptions::default();
+        let mut options = state_options();
         options.set_no_slowdown(true);
         match self.db.write_opt(batch, &options) {
             Ok(()) => Ok(None),
@@ -289,7 +313,14 @@ impl Db {
     }
 }
 
-/// Memtables of all column families together; past it RocksDB flushes the largest.
+/// The options of a state-machine write: no WAL (see [`Db::write_state`]).
+fn state_options() -> WriteOptions {
+    let mut options = WriteOptions::default();
+    options.disable_wal(true);
+    options
+}
+
+/// Memtables of all column families together; past it RocksDB flushes them all.
 const MEMTABLE_BYTES: usize = 128 << 20;
 
 /// The block cache of the database (data, index and filter blocks of every family).
@@ -355,7 +386,7 @@ mod tests {
     fn a_write_that_need_not_wait_is_written() {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path()).unwrap();
-        assert!(db.write_unless_stalled(one_put()).unwrap().is_none());
+        assert!(db.write_state_unless_stalled(one_put()).unwrap().is_none());
         assert_eq!(db.raw().get(b"new").unwrap(), Some(b"2".to_vec()));
     }
 }

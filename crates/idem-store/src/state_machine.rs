@@ -5,11 +5,17 @@
 //! sees the effects of the ones before it; the overlay's merged write set, the last applied
 //! log id and the last membership then go to RocksDB as ONE `WriteBatch` (docs/design.md §4).
 //! Responses are sent, and the applied index (and any new placement) is published to
-//! readers, only after that
-//! write. The batch is not fsynced: the entries are already durable in the log, the log and
-//! the state share one ordered WAL, and the log is purged only up to a synced snapshot, so
-//! a crash can only lose a suffix that openraft re-applies from the log on restart (the
-//! committed log id is persisted for that).
+//! readers, only after that write.
+//!
+//! The batch skips RocksDB's WAL (`Db::write_state`): the entries are already durable in
+//! the log, so writing their effects to a second log would only cost CPU and disk. The
+//! state reaches disk when RocksDB flushes its memtables, all column families at one point,
+//! so the state on disk is always that of one applied id. A crash loses the batches since
+//! that flush, and the restart rebuilds them (openraft's start, `get_initial_state`):
+//! - when the current snapshot is newer than the state recovered, it is installed first
+//!   (the log may have been purged up to it, never past it);
+//! - then the entries after the applied id are applied again, up to the committed id the
+//!   log store keeps.
 //!
 //! Any storage error during apply is returned to openraft, which stops the node: a replica
 //! never continues from a state that might differ from the others' (docs/design.md §6).
@@ -125,14 +131,14 @@ impl StateMachine {
         let db = self.db.clone();
         let applied = if entries.len() <= INLINE_BATCH {
             let (applied, batch) = prepare(&db, entries)?;
-            if let Some(batch) = db.write_unless_stalled(batch)? {
-                blocking(move || db.write(batch, false)).await?;
+            if let Some(batch) = db.write_state_unless_stalled(batch)? {
+                blocking(move || db.write_state(batch)).await?;
             }
             applied
         } else {
             blocking(move || {
                 let (applied, batch) = prepare(&db, entries)?;
-                db.write(batch, false)?;
+                db.write_state(batch)?;
                 Ok(applied)
             })
             .await?
