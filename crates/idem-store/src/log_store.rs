@@ -14,8 +14,10 @@
 //!
 //! Purge never passes what is covered elsewhere: openraft purges only up to the last log id
 //! of a snapshot, and a snapshot is fsynced (file and pointer) before openraft learns of it.
-//! The purge itself is a synced write, so every state-machine batch written before it (they
-//! share the WAL) is durable too.
+//! It may pass the state on disk, though: state-machine batches skip the WAL and reach disk
+//! only with RocksDB's next memtable flush. What a crash takes of them is then restored from
+//! that snapshot, which openraft installs at start when it is newer than the state
+//! recovered, before it applies the entries after it again (see `state_machine`).
 
 use std::fmt::Debug;
 use std::io;
