@@ -6,7 +6,8 @@
 #   iproute2 iptables libfaketime   the jepsen harness (namespaces, partitions, clock skew)
 #   fonts-dejavu-core               labels in the jepsen plots
 #   fuse3            fusermount3, for idem-faultfs (FUSE without libfuse headers; /dev/fuse too)
-#   etcd-server etcd-client         only with --bench: the store `make bench` compares against
+#   etcd-server etcd-client postgresql   only with --bench: the stores `make bench` compares
+#                                        against (3-member etcd, a single PostgreSQL server)
 #   --python                        the Python client's virtual environment (clients/python/scripts/venv.sh)
 #   --deploy         mmdebstrap docker-compose systemd python3-venv openssl prometheus: the image's
 #                    local bases, the compose test and the offline checks of deploy/ (make image,
@@ -24,7 +25,7 @@ fi
 
 packages=(librocksdb-dev libclang-dev iproute2 iptables libfaketime fonts-dejavu-core fuse3)
 if [[ "${1:-}" == --bench ]]; then
-  packages+=(etcd-server etcd-client)
+  packages+=(etcd-server etcd-client postgresql)
 fi
 if [[ "${1:-}" == --deploy ]]; then
   packages=(mmdebstrap docker-compose systemd python3-venv openssl prometheus)

@@ -9,8 +9,9 @@ use idem_client::Coalescing;
 use crate::node::NodeSpec;
 use crate::workload::Workload;
 
-/// Load generator for idem, side by side with etcd: closed- and open-loop load, HDR latency
-/// histograms, JSON results, PNG plots, and probes of the disk and loopback floors.
+/// Load generator for idem, side by side with etcd and PostgreSQL: closed- and open-loop
+/// load, HDR latency histograms, JSON results, PNG plots, and probes of the disk and loopback
+/// floors.
 #[derive(Debug, Parser)]
 #[command(name = "idem-bench", version, about, long_about = None)]
 pub struct Cli {
@@ -32,7 +33,8 @@ pub enum Command {
     FsyncProbe(FsyncArgs),
     /// Network floor: TCP ping-pong over loopback.
     RttProbe(RttArgs),
-    /// Compare results files of idem and etcd: medians, targets, and the ratio line last.
+    /// Compare results files of idem, etcd and Postgres: medians, targets, and the ratio line
+    /// last.
     Summarize(SummarizeArgs),
     /// Draw latency and throughput against clients from results files (medians per point).
     Plot(PlotArgs),
@@ -45,6 +47,9 @@ pub enum BackendKind {
     Idem,
     /// etcd v3 through its gRPC KV service (Txn).
     Etcd,
+    /// A single PostgreSQL server through tokio-postgres (INSERT … ON CONFLICT, fenced
+    /// UPDATE).
+    Postgres,
 }
 
 impl BackendKind {
@@ -55,6 +60,8 @@ impl BackendKind {
             BackendKind::Idem => &["127.0.0.1:7510", "127.0.0.1:7520", "127.0.0.1:7530"],
             // scripts/bench/etcd.sh up: client URLs of members 1..3.
             BackendKind::Etcd => &["127.0.0.1:2379", "127.0.0.1:22379", "127.0.0.1:32379"],
+            // scripts/bench/postgres.sh up: one server, user and database idem_bench.
+            BackendKind::Postgres => &["127.0.0.1:25432"],
         };
         list.iter().map(|s| (*s).to_owned()).collect()
     }
@@ -66,12 +73,14 @@ pub struct TargetArgs {
     /// The store to load.
     #[arg(long, value_enum, default_value_t = BackendKind::Idem)]
     pub backend: BackendKind,
-    /// host:port list (comma-separated). Default: the local 3-node cluster of the backend
-    /// (idem 7510,7520,7530; etcd 2379,22379,32379). idem finds its leader itself; each etcd
-    /// connection goes to one endpoint in turn (give only the leader to skip the forward).
+    /// host:port list (comma-separated). Default: the local cluster of the backend (idem
+    /// 7510,7520,7530; etcd 2379,22379,32379; postgres 25432). idem finds its leader itself;
+    /// each etcd connection goes to one endpoint in turn (give only the leader to skip the
+    /// forward). postgres: host:port (user and database idem_bench) or a postgresql:// URL.
     #[arg(long, value_delimiter = ',')]
     pub endpoints: Vec<String>,
-    /// Connections (idem SDK clients / etcd gRPC channels) the clients are spread over.
+    /// Connections (idem SDK clients / etcd gRPC channels / Postgres connections) the
+    /// clients are spread over (see also --connection-per-client).
     #[arg(long, default_value_t = 4)]
     pub connections: usize,
     /// idem: most calls the SDK coalesces into one `Batch` request while earlier requests
@@ -130,12 +139,22 @@ pub struct LoadArgs {
     /// retry and mixed workloads: completed keys made before the run for retries to hit.
     #[arg(long, default_value_t = 2000)]
     pub pool: usize,
-    /// Seed of the key choices (the same seed picks the same operations on both stores).
+    /// Seed of the key choices (the same seed picks the same operations on every store).
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
+    /// Open one connection per client for every run (closed after it) instead of spreading
+    /// the clients over --connections: a Postgres connection is one server process that
+    /// runs its statements one after another, so pgbench gives each client its own.
+    #[arg(long)]
+    pub connection_per_client: bool,
     /// Server process to report CPU time and RSS of, as NAME=PID (repeatable).
     #[arg(long = "node-pid", value_name = "NAME=PID")]
     pub nodes: Vec<NodeSpec>,
+    /// Server process to report together with all its descendants, as NAME=PID (repeatable):
+    /// a server with a process per connection (Postgres: postmaster, backends, WAL writer,
+    /// checkpointer, ...), whose CPU is summed over the tree and RSS is its total PSS.
+    #[arg(long = "node-tree", value_name = "NAME=PID", value_parser = NodeSpec::tree)]
+    pub trees: Vec<NodeSpec>,
     /// Key prefix, unique per invocation (default: backend and start time); keys are never
     /// reused, so runs can follow each other on the same cluster.
     #[arg(long)]
@@ -146,6 +165,13 @@ pub struct LoadArgs {
     /// Write the results as JSON to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+impl LoadArgs {
+    /// Every watched server: the processes of `--node-pid`, then the trees of `--node-tree`.
+    pub fn watched(&self) -> Vec<NodeSpec> {
+        self.nodes.iter().chain(&self.trees).cloned().collect()
+    }
 }
 
 /// `run`.
@@ -236,7 +262,7 @@ pub struct RttArgs {
 /// `summarize`.
 #[derive(Debug, Args)]
 pub struct SummarizeArgs {
-    /// Results files (`--out` of run or sweep), any number of repetitions of both stores.
+    /// Results files (`--out` of run or sweep), any number of repetitions of every store.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Probe results (`--out` of fsync-probe and rtt-probe) for the latency floor.

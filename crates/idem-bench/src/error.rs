@@ -16,7 +16,7 @@ pub enum BenchError {
     /// Connecting to a backend failed.
     #[error("cannot connect to {backend} at {endpoint}: {message}")]
     Connect {
-        /// `idem` or `etcd`.
+        /// `idem`, `etcd` or `postgres`.
         backend: &'static str,
         /// The endpoint tried.
         endpoint: String,

@@ -1,10 +1,12 @@
-//! `idem-bench`: the benchmark harness of idem (issue #7), side by side with etcd.
+//! `idem-bench`: the benchmark harness of idem (issue #7), side by side with etcd and a
+//! single-node PostgreSQL (issue #21).
 //!
-//! idem claims to be the better place for idempotency keys than etcd transactions; this tool
-//! measures that claim on the same machine, with the same workloads against both stores
-//! (see [`backend`]), closed- or open-loop ([`runner`]), HDR histograms ([`stats`]), a JSON
-//! results file ([`results`]), a table, PNG plots ([`plot`]) and the comparison with the
-//! issue's targets ([`summary`]). `scripts/bench/compare.sh` (`make bench`) drives it.
+//! idem claims to be the better place for idempotency keys than etcd transactions or a
+//! Postgres table; this tool measures that claim on the same machine, with the same
+//! workloads against every store (see [`backend`]), closed- or open-loop ([`runner`]), HDR
+//! histograms ([`stats`]), a JSON results file ([`results`]), a table, PNG plots ([`plot`])
+//! and the comparison with the issues' targets ([`summary`]). `scripts/bench/compare.sh`
+//! (`make bench`) drives it.
 //!
 //! Exit status: 0 done, 2 error (the message is printed).
 
@@ -16,6 +18,7 @@ mod node;
 mod plot;
 mod preload;
 mod probe;
+mod proctree;
 mod progress;
 mod results;
 mod runner;
@@ -31,7 +34,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 
-use backend::{Backend, EtcdBackend, IdemBackend};
+use backend::{Backend, EtcdBackend, IdemBackend, PostgresBackend};
 use cli::{BackendKind, Cli, Command, LoadArgs, PreloadArgs, TargetArgs};
 use error::BenchError;
 use probe::Probe;
@@ -78,6 +81,7 @@ fn execute(command: Command) -> Result<(), BenchError> {
             match args.target.backend {
                 BackendKind::Idem => preload::<IdemBackend>(&args).await,
                 BackendKind::Etcd => preload::<EtcdBackend>(&args).await,
+                BackendKind::Postgres => preload::<PostgresBackend>(&args).await,
             }
         }),
         Command::FsyncProbe(args) => emit_probe(
@@ -182,6 +186,7 @@ fn measure(
         match target.backend {
             BackendKind::Idem => sweep_on::<IdemBackend>(target, load, sweep).await,
             BackendKind::Etcd => sweep_on::<EtcdBackend>(target, load, sweep).await,
+            BackendKind::Postgres => sweep_on::<PostgresBackend>(target, load, sweep).await,
         }
     })?;
     print!("{}", table::render(&report));
@@ -196,9 +201,10 @@ fn measure(
     Ok(())
 }
 
-async fn connect<B: Backend>(target: &TargetArgs) -> Result<Vec<Arc<B>>, BenchError> {
-    let mut conns = Vec::with_capacity(target.connections);
-    for index in 0..target.connections.max(1) {
+/// Opens `count` connections to the store `target` names.
+async fn connect<B: Backend>(target: &TargetArgs, count: usize) -> Result<Vec<Arc<B>>, BenchError> {
+    let mut conns = Vec::with_capacity(count);
+    for index in 0..count.max(1) {
         conns.push(Arc::new(B::connect(target, index).await?));
     }
     Ok(conns)
@@ -209,7 +215,12 @@ async fn sweep_on<B: Backend>(
     load: &LoadArgs,
     sweep: &Sweep,
 ) -> Result<Report, BenchError> {
-    let conns = connect::<B>(target).await?;
+    // Shared by every run, unless each run gets one connection per client.
+    let shared = if load.connection_per_client {
+        None
+    } else {
+        Some(connect::<B>(target, target.connections).await?)
+    };
     let started = unix_now();
     let run_id = load
         .run_id
@@ -232,7 +243,11 @@ async fn sweep_on<B: Backend>(
                 warmup: load.warmup,
                 seed: load.seed,
                 prefix: format!("{run_id}-{}-c{clients}", workload.name()),
-                nodes: load.nodes.clone(),
+                nodes: load.watched(),
+            };
+            let conns = match &shared {
+                Some(conns) => conns.clone(),
+                None => connect::<B>(target, clients).await?,
             };
             runs.push(runner::run(&conns, &spec).await?);
         }
@@ -241,6 +256,7 @@ async fn sweep_on<B: Backend>(
         backend: B::NAME.to_owned(),
         endpoints: target.endpoints(),
         connections: target.connections,
+        connection_per_client: load.connection_per_client,
         label: load.label.clone(),
         started_unix_s: started.as_secs(),
         nproc: std::thread::available_parallelism().map_or(1, usize::from),
@@ -249,7 +265,7 @@ async fn sweep_on<B: Backend>(
 }
 
 async fn preload<B: Backend>(args: &PreloadArgs) -> Result<(), BenchError> {
-    let conns = connect::<B>(&args.target).await?;
+    let conns = connect::<B>(&args.target, args.target.connections).await?;
     let prefix = args.prefix.clone();
     let progress = Progress::counted(format!("{} preload", B::NAME), args.records);
     let loaded = preload::load(

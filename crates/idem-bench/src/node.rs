@@ -10,6 +10,9 @@
 //! pays (threads that exit within the window take their switches with them, which only
 //! undercounts).
 //!
+//! A server with a process per connection (PostgreSQL) is watched as a tree (`--node-tree`):
+//! the same figures summed over the process and all its descendants, see [`crate::proctree`].
+//!
 //! The whole machine's busy time (`/proc/stat`) and the load generator's own CPU are read over
 //! the same window, so that a run disturbed by something else on the machine (another build, a
 //! backup) says so in its results instead of silently moving the numbers.
@@ -18,6 +21,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::proctree::ProcessTree;
+
 /// A server process to watch: `NAME=PID` on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeSpec {
@@ -25,6 +30,18 @@ pub struct NodeSpec {
     pub name: String,
     /// Its process id.
     pub pid: u32,
+    /// Watch the process with all its descendants (`--node-tree`).
+    pub tree: bool,
+}
+
+impl NodeSpec {
+    /// A `--node-tree` value: `NAME=PID`, watched with all its descendants.
+    pub fn tree(s: &str) -> Result<NodeSpec, String> {
+        Ok(NodeSpec {
+            tree: true,
+            ..s.parse()?
+        })
+    }
 }
 
 impl FromStr for NodeSpec {
@@ -41,6 +58,7 @@ impl FromStr for NodeSpec {
         Ok(NodeSpec {
             name: name.trim().to_owned(),
             pid,
+            tree: false,
         })
     }
 }
@@ -68,16 +86,22 @@ pub struct NodeUsage {
     pub ctx_switches_per_op: f64,
 }
 
-/// CPU ticks (user + system) of `pid` so far; `None` once it is gone.
-pub fn cpu_ticks(pid: u32) -> Option<u64> {
+/// `/proc/<pid>/stat` from its field 3 (the state) on; `None` once the process is gone. The
+/// command name before it (field 2) may contain spaces: the line is cut after its last ')'.
+pub fn stat_tail(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may contain spaces: fields are counted after its ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
+    Some(stat.get(stat.rfind(')')? + 2..)?.to_owned())
+}
+
+/// Field `n` of a [`stat_tail`], numbered as in proc(5) (4: parent id, 14: utime, ...).
+pub fn stat_field(tail: &str, n: usize) -> Option<u64> {
+    tail.split_whitespace().nth(n.checked_sub(3)?)?.parse().ok()
+}
+
+/// CPU ticks (user + system, fields 14 and 15) of `pid` so far; `None` once it is gone.
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
+    let tail = stat_tail(pid)?;
+    Some(stat_field(&tail, 14)? + stat_field(&tail, 15)?)
 }
 
 /// Context switches (voluntary + involuntary) of every live thread of `pid` so far; `None`
@@ -143,10 +167,41 @@ pub struct MachineUsage {
 #[derive(Debug, Clone)]
 pub struct Window {
     opened: std::time::Instant,
-    nodes: Vec<Option<u64>>,
-    switches: Vec<Option<u64>>,
+    nodes: Vec<Option<Reading>>,
     machine: Option<Ticks>,
     own: Option<u64>,
+}
+
+/// The counters of one watched server at one moment (summed over its tree for a tree).
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    ticks: u64,
+    switches: Option<u64>,
+}
+
+/// Reads `node`'s counters; `None` once it is gone.
+fn read(node: &NodeSpec) -> Option<Reading> {
+    if node.tree {
+        let tree = ProcessTree::scan(node.pid)?;
+        Some(Reading {
+            ticks: tree.cpu_ticks(),
+            switches: Some(tree.ctx_switches()),
+        })
+    } else {
+        Some(Reading {
+            ticks: cpu_ticks(node.pid)?,
+            switches: ctx_switches(node.pid),
+        })
+    }
+}
+
+/// `(resident, peak)` of `node` in MiB (a tree's: its PSS sum and largest peak).
+fn memory(node: &NodeSpec) -> Option<(f64, f64)> {
+    if node.tree {
+        ProcessTree::scan(node.pid)?.memory_mib()
+    } else {
+        memory_mib(node.pid)
+    }
 }
 
 /// Machine-wide CPU ticks of all cores.
@@ -181,8 +236,7 @@ fn machine_ticks() -> Option<Ticks> {
 pub fn start(nodes: &[NodeSpec]) -> Window {
     Window {
         opened: std::time::Instant::now(),
-        nodes: nodes.iter().map(|n| cpu_ticks(n.pid)).collect(),
-        switches: nodes.iter().map(|n| ctx_switches(n.pid)).collect(),
+        nodes: nodes.iter().map(read).collect(),
         machine: machine_ticks(),
         own: cpu_ticks(std::process::id()),
     }
@@ -222,14 +276,17 @@ pub fn machine(window: &Window, node_ms: f64) -> MachineUsage {
 pub fn finish(nodes: &[NodeSpec], window: &Window, ops: u64) -> Vec<NodeUsage> {
     nodes
         .iter()
-        .zip(window.nodes.iter().zip(&window.switches))
-        .filter_map(|(node, (before, switches_before))| {
-            let ticks = cpu_ticks(node.pid)?.checked_sub((*before)?)?;
-            let (rss_mib, rss_peak_mib) = memory_mib(node.pid)?;
+        .zip(&window.nodes)
+        .filter_map(|(node, before)| {
+            let before = (*before)?;
+            let now = read(node)?;
+            let ticks = now.ticks.checked_sub(before.ticks)?;
+            let (rss_mib, rss_peak_mib) = memory(node)?;
             let cpu_ms = ticks as f64 * ms_per_tick();
             // Threads that exited take their switches along: never below zero.
-            let switches = ctx_switches(node.pid)
-                .zip(*switches_before)
+            let switches = now
+                .switches
+                .zip(before.switches)
                 .map_or(0, |(now, then)| now.saturating_sub(then));
             Some(NodeUsage {
                 name: node.name.clone(),
@@ -265,10 +322,14 @@ mod tests {
             spec,
             NodeSpec {
                 name: "n1".into(),
-                pid: 42
+                pid: 42,
+                tree: false,
             }
         );
         assert!("n1".parse::<NodeSpec>().is_err());
+        assert!(NodeSpec::tree("pg=7").unwrap().tree);
+        let tail = "S 1 2 3";
+        assert_eq!((stat_field(tail, 4), stat_field(tail, 2)), (Some(1), None));
         let me = std::process::id();
         assert!(cpu_ticks(me).is_some());
         // This test's own thread has been scheduled at least once.
@@ -277,14 +338,23 @@ mod tests {
         assert_eq!(switches_in(status), 12);
         let (rss, peak) = memory_mib(me).unwrap();
         assert!(rss > 0.0 && peak >= rss);
-        let nodes = vec![NodeSpec {
-            name: "me".into(),
-            pid: me,
-        }];
+        let nodes = vec![
+            NodeSpec {
+                name: "me".into(),
+                pid: me,
+                tree: false,
+            },
+            NodeSpec {
+                name: "my tree".into(),
+                pid: me,
+                tree: true,
+            },
+        ];
         let window = start(&nodes);
         let usage = finish(&nodes, &window, 10);
-        assert_eq!(usage.len(), 1);
+        assert_eq!(usage.len(), 2);
         assert!(usage[0].cpu_us_per_op >= 0.0);
+        assert!(usage[1].rss_mib > 0.0);
         let m = machine(&window, usage[0].cpu_ms);
         assert!(m.cores >= 1 && m.other >= 0.0);
     }

@@ -17,12 +17,16 @@ use crate::workload::Workload;
 /// The results of one `run`, `sweep` or `preload`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    /// `idem` or `etcd`.
+    /// `idem`, `etcd` or `postgres`.
     pub backend: String,
     /// The endpoints given.
     pub endpoints: Vec<String>,
-    /// Connections (SDK clients or gRPC channels) the load was spread over.
+    /// Connections (SDK clients, gRPC channels, Postgres connections) the load was spread
+    /// over, unless `connection_per_client`.
     pub connections: usize,
+    /// Every client had a connection of its own, opened for its run (`--connection-per-client`).
+    #[serde(default)]
+    pub connection_per_client: bool,
     /// Free text from `--label` (e.g. the repetition of a comparison).
     pub label: Option<String>,
     /// Start, seconds since the Unix epoch.

@@ -4,8 +4,10 @@
 //! slept); `gen µs` the load generator's own CPU per operation, client library included.
 //! `other` is the CPU (in cores) used during the window by everything but the nodes, the load
 //! generator and interrupts: other processes and kernel threads (file-system journal,
-//! writeback), and the nodes themselves unless they are watched with `--node-pid`. Above a few
-//! tenths, something else on the machine competed with the run.
+//! writeback), and the nodes themselves unless they are watched with `--node-pid` or
+//! `--node-tree`. Above a few tenths, something else on the machine competed with the run.
+//! A `--node-tree` server's `cpu µs/op` and `cs/op` are its whole process tree's, its `rss`
+//! the tree's summed PSS.
 
 use crate::aggregate::headline;
 use crate::results::Report;
@@ -14,7 +16,7 @@ use crate::results::Report;
 pub fn render(report: &Report) -> String {
     let mut out =
         format!(
-        "{:<5} {:<10} {:<6} {:>7} {:>10} {:<9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>6} {:>7} {:>8} {:>6}\n",
+        "{:<8} {:<10} {:<6} {:>7} {:>10} {:<9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>6} {:>7} {:>8} {:>6}\n",
         "store", "workload", "mode", "clients", "ops/s", "latency", "p50 ms", "p90 ms", "p99 ms",
         "p99.9 ms", "max ms", "errors", "cpu µs/op", "cs/op", "gen µs", "rss MiB", "other"
     );
@@ -33,7 +35,7 @@ pub fn render(report: &Report) -> String {
             )
         };
         out.push_str(&format!(
-            "{:<5} {:<10} {:<6} {:>7} {:>10.0} {:<9} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>9} {:>6} {:>7.0} {:>8} {:>6.2}\n",
+            "{:<8} {:<10} {:<6} {:>7} {:>10.0} {:<9} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7} {:>9} {:>6} {:>7.0} {:>8} {:>6.2}\n",
             report.backend,
             run.workload.name(),
             run.mode,

@@ -23,12 +23,18 @@ pub enum CallError {
         /// etcd's message.
         message: String,
     },
-    /// An etcd record that is not the JSON this tool writes, or a Txn answer without it.
-    #[error("etcd record: {0}")]
+    /// A record that is not what this tool writes: etcd JSON it cannot read, a Txn answer
+    /// without it, a Postgres row gone between the claim's two statements or with a fence
+    /// out of range.
+    #[error("record: {0}")]
     Record(String),
-    /// The etcd record changed since the claim (the complete's compare failed).
+    /// The record changed since the claim (etcd: the complete's compare failed; Postgres: the
+    /// fenced update matched no row).
     #[error("stale token: the record changed since the claim")]
     StaleToken,
+    /// Postgres answered with an error, or the connection failed.
+    #[error("postgres: {0}")]
+    Postgres(String),
     /// A claim answer the caller cannot continue from (e.g. a preload key someone else holds).
     #[error("unexpected claim answer {0:?}")]
     Unexpected(ClaimResult),
@@ -40,5 +46,11 @@ impl From<tonic::Status> for CallError {
             code: status.code(),
             message: status.message().to_owned(),
         }
+    }
+}
+
+impl From<tokio_postgres::Error> for CallError {
+    fn from(error: tokio_postgres::Error) -> Self {
+        CallError::Postgres(error.to_string())
     }
 }

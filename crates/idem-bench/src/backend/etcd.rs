@@ -16,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use tonic::transport::Channel;
 
-use super::{Backend, CallError, ClaimResult};
+use super::{Backend, CallError, ClaimResult, FINGERPRINT, LEASE_MS, PREFIX};
 use crate::cli::TargetArgs;
 use crate::error::BenchError;
 
@@ -30,14 +30,6 @@ use pb::kv_client::KvClient;
 use pb::request_op::Request;
 use pb::response_op::Response;
 use pb::{Compare, PutRequest, RangeRequest, RequestOp, TxnRequest};
-
-/// Where the records live (the scope of the idem backend, flattened into a path).
-const PREFIX: &str = "/idem/bench/bench/bench-actor/POST /v1/charges/";
-/// The fingerprint every benchmark claim carries (the same request body as the idem backend).
-const FINGERPRINT: &str =
-    "jcs-sha256/v1:1:4f1ef3a0b4d8a48b25c2a1c8b2a5d0e63c0a4a2c7b11b2a3a4c5d6e7f8091a2b";
-/// The lease a claim takes, as idem's default endpoint policy.
-const LEASE_MS: u64 = 30_000;
 
 /// The value stored under a key.
 #[derive(Debug, Serialize, Deserialize)]
