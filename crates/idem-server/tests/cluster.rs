@@ -1,6 +1,8 @@
 //! In-process 3-node clusters (real RocksDB, openraft, tonic on loopback ports): requests
 //! sent to any node are forwarded to the leader; follower reads are linearizable;
-//! membership changes (each audited once) and leadership transfer through the admin RPCs.
+//! membership changes (each audited once) and leadership transfer through the admin RPCs;
+//! a membership change made while a restarted node is still opening its region groups
+//! reaches every group.
 
 mod support;
 
@@ -10,6 +12,7 @@ use idem_proto::testing::requests;
 use idem_proto::v1 as pb;
 use idem_proto::v1::admin_client::AdminClient;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
+use idem_proto::{reason, status};
 use idem_server::config::AuthConfig;
 use idem_server::{ClusterConfig, Node, NodeHandle};
 use support::{member, node_config, roles, shutdown};
@@ -219,4 +222,96 @@ async fn members_are_added_promoted_removed_and_leadership_moves() {
         assert_eq!(got.into_inner().outcome(), pb::ClaimOutcome::Acquired);
     }
     shutdown(nodes).await;
+}
+
+/// A node in region-affinity mode with regions r1..r3, restarted: it answers as soon as its
+/// global group has a leader, while it is still opening its region groups.
+async fn restarted_with_region_groups(dir: &std::path::Path) -> NodeHandle {
+    let one = member(1);
+    let alone = ClusterConfig {
+        initial_members: vec![one.clone()],
+        join: false,
+    };
+    let config = node_config(dir.join("n1"), &one, alone, AuthConfig::off());
+    let node = support::start(config.clone()).await;
+    let mut admin1 = admin(&node).await;
+    let mode = pb::SetModeRequest {
+        mode: pb::Mode::RegionAffinity.into(),
+    };
+    admin1.set_mode(mode).await.unwrap();
+    for name in ["r1", "r2", "r3"] {
+        let add = pb::AddRegionRequest { name: name.into() };
+        admin1.add_region(add).await.unwrap();
+    }
+    assert!(
+        groups_led(&mut admin1).await,
+        "the region groups did not start"
+    );
+    node.shutdown().await.unwrap();
+    Node::start(config).await.unwrap()
+}
+
+/// Whether, within 20 s, the node behind `admin` runs the global group and the three
+/// region groups, each with a known leader.
+async fn groups_led(admin: &mut AdminClient<Channel>) -> bool {
+    for _ in 0..400 {
+        let listed = admin.list_groups(pb::ListGroupsRequest {}).await;
+        if let Ok(listed) = listed {
+            let groups = listed.into_inner().groups;
+            if groups.len() == 4 && groups.iter().all(|g| g.leader_id != 0) {
+                return true;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_added_right_after_a_restart_joins_every_region_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let node1 = restarted_with_region_groups(dir.path()).await;
+    let two = member(2);
+    let joining = ClusterConfig {
+        initial_members: Vec::new(),
+        join: true,
+    };
+    let config = node_config(dir.path().join("n2"), &two, joining, AuthConfig::off());
+    let node2 = Node::start(config).await.unwrap();
+    let add = pb::AddMemberRequest {
+        member: Some(pb::Member {
+            id: 2,
+            raft_addr: two.raft_addr.to_string(),
+            api_addr: two.api_addr.to_string(),
+            region: "r2".into(),
+            zone: "r2-a".into(),
+            ..Default::default()
+        }),
+    };
+    // Sent as soon as node 1 has elected itself in the global group; retried only until then.
+    let mut admin1 = admin(&node1).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match admin1.add_member(add.clone()).await {
+            Ok(_) => break,
+            Err(e) if status::reason_of(&e).as_deref() == Some(reason::NOT_LEADER) => {
+                assert!(tokio::time::Instant::now() < deadline, "{e:?}");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    // A group the add skipped would refuse the promotion with NOT_FOUND.
+    let promoted = admin1
+        .promote_member(pb::PromoteMemberRequest { id: 2 })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(promoted.members.iter().any(|m| m.id == 2 && m.voter));
+    let mut admin2 = admin(&node2).await;
+    assert!(
+        groups_led(&mut admin2).await,
+        "node 2 does not replicate every group"
+    );
+    shutdown(vec![node1, node2]).await;
 }

@@ -16,7 +16,12 @@
 //! and reason); steps 1 and 3 are its mechanics and are not audited on their own.
 //!
 //! **Membership changes** apply to the global group first, then to every region group,
-//! so every group keeps the same voters.
+//! so every group keeps the same voters. A change waits (bounded) until this node has
+//! opened every group the configuration names: right after a restart the provisioner may
+//! still be opening them, and a change that skipped one would leave it without the member.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use idem_core::command::Audited;
 use idem_core::placement::{ClusterChange, GroupChange, GroupId, GLOBAL_GROUP};
@@ -31,6 +36,9 @@ use crate::backend::{
     MembershipChange, MembershipView, PlacementAnswer, PlacementCall, RequestError,
 };
 use crate::replica::Replica;
+
+/// How often a membership change looks again for a region group this node is opening.
+const GROUP_WAIT_POLL: Duration = Duration::from_millis(20);
 
 /// Runs a placement call.
 pub(super) async fn run(
@@ -79,19 +87,45 @@ pub(super) async fn membership(
     change: MembershipChange,
 ) -> Result<MembershipView, RequestError> {
     let global = router.global();
-    let view = global.membership_call(change.clone()).await?;
     if matches!(
         change,
         MembershipChange::List | MembershipChange::TransferLeader(_)
     ) {
-        return Ok(view);
+        return global.membership_call(change).await;
     }
-    for group in router.group_set().all() {
-        if group.id() != GLOBAL_GROUP {
-            group.backend().membership_call(change.clone()).await?;
-        }
+    let regions = region_groups(router).await?;
+    let view = global.membership_call(change.clone()).await?;
+    for backend in regions {
+        backend.membership_call(change.clone()).await?;
     }
     Ok(view)
+}
+
+/// The backends of every region group the configuration names. A change must reach all of
+/// them, or the groups would disagree on their voters (a node added to some groups only
+/// could never be promoted in the others). Just after a start this node may still be
+/// opening some groups, so this waits for them up to the write timeout; past it, nothing
+/// has changed yet and the call is refused as one to repeat.
+async fn region_groups(router: &Router) -> Result<Vec<Arc<Replica>>, RequestError> {
+    let deadline = Instant::now() + router.write_timeout();
+    loop {
+        let config = router.config();
+        let opened: Option<Vec<Arc<Replica>>> = config
+            .regions
+            .values()
+            .map(|id| router.group_set().get(*id).map(|g| Arc::clone(g.backend())))
+            .collect();
+        match opened {
+            Some(backends) => return Ok(backends),
+            None if Instant::now() + GROUP_WAIT_POLL < deadline => {
+                tokio::time::sleep(GROUP_WAIT_POLL).await;
+            }
+            None => return Err(RequestError::refused(
+                reason::WRONG_STATE,
+                "this node is still opening its region groups; nothing changed; repeat the call",
+            )),
+        }
+    }
 }
 
 async fn bind(
@@ -224,7 +258,7 @@ fn has_voter_in(backend: &Replica, region: &str) -> bool {
 }
 
 /// The backend of a region group, `NOT_FOUND` for the global group or an unknown one.
-fn region_group(router: &Router, group: GroupId) -> Result<std::sync::Arc<Replica>, RequestError> {
+fn region_group(router: &Router, group: GroupId) -> Result<Arc<Replica>, RequestError> {
     if group == GLOBAL_GROUP {
         return Err(RequestError::refused(
             reason::NOT_FOUND,
@@ -234,7 +268,7 @@ fn region_group(router: &Router, group: GroupId) -> Result<std::sync::Arc<Replic
     router
         .group_set()
         .get(group)
-        .map(|g| std::sync::Arc::clone(g.backend()))
+        .map(|g| Arc::clone(g.backend()))
         .ok_or_else(|| no_group(group))
 }
 
