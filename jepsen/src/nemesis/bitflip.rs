@@ -4,9 +4,13 @@
 //! A disk that returns wrong bytes without an I/O error is rare but real (firmware bugs,
 //! misdirected writes, memory errors on the way down). The promise is that a node never
 //! *serves* corrupt data: it refuses to start, naming the damaged file, or it rebuilds from a
-//! peer. The nemesis kills one node (one at a time: a kind never overlaps itself), flips a
+//! peer. The nemesis stops one node (one at a time: a kind never overlaps itself), flips a
 //! few bits in one of its files with [`idem_faultfs::bitflip`] — seeded, and the file, offsets
-//! and seed are written into the history — and restarts it at heal. A node that exits
+//! and seed are written into the history — and restarts it at heal. The node is killed
+//! (SIGKILL), except for a flip planned in a table: RocksDB writes tables when it flushes
+//! its memtables (128 MiB of them), which a run of minutes never fills, so the node is
+//! stopped cleanly instead (SIGTERM; idemd flushes its state as it closes, as after an
+//! operator's restart) and the flip lands in a table it just wrote. A node that exits
 //! within [`START_GRACE`] refused its data: the harness then does what an operator does
 //! (docs/operations.md, "Shrinking" and "Growing"): removes the member, wipes its data
 //! directory, starts it empty with `--join`, adds it back as a learner (it receives the state
@@ -34,6 +38,9 @@ pub const START_GRACE: Duration = Duration::from_secs(6);
 
 /// The most bits flipped in one file.
 const MAX_FLIPS: u64 = 4;
+
+/// How long a node stopped with SIGTERM has to flush and exit before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(15);
 
 /// The kind of file corrupted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +102,34 @@ pub struct Damage {
     pub flips: Vec<(u64, u8)>,
     /// The seed given to `idem-faultfs bitflip`.
     pub seed: u64,
+    /// How the node was stopped first.
+    pub halt: Halt,
+}
+
+/// How a node is stopped before its files are damaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Halt {
+    /// SIGKILL: its state since RocksDB's last flush lives only in the WAL and the Raft log.
+    Killed,
+    /// SIGTERM: it shut down cleanly, flushing its memtables into tables.
+    Stopped,
+}
+
+impl Halt {
+    /// The halt that leaves files of `kind` behind: a clean stop for tables, else a kill.
+    pub fn for_kind(kind: FileKind) -> Halt {
+        match kind {
+            FileKind::Sst => Halt::Stopped,
+            FileKind::Wal | FileKind::Manifest | FileKind::Snapshot => Halt::Killed,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Halt::Killed => "killed",
+            Halt::Stopped => "stopped cleanly",
+        }
+    }
 }
 
 impl fmt::Display for Damage {
@@ -106,8 +141,9 @@ impl fmt::Display for Damage {
             .collect();
         write!(
             f,
-            "n{} {} ({}): {} bit(s) flipped at byte.bit {} (idem-faultfs bitflip --count {} --seed {})",
+            "n{} {}, {} ({}): {} bit(s) flipped at byte.bit {} (idem-faultfs bitflip --count {} --seed {})",
             self.node,
+            self.halt.name(),
             self.file.display(),
             self.kind.name(),
             self.flips.len(),
@@ -150,14 +186,18 @@ pub fn choose(rng: &mut Rng, data: &Path, kind: FileKind) -> Option<(PathBuf, Fi
         })
 }
 
-/// Kills `node` and flips bits in one of its files of `kind`.
+/// Stops `node` as [`Halt::for_kind`] says and flips bits in one of its files of `kind`.
 pub fn corrupt(
     cluster: &Cluster,
     node: usize,
     kind: FileKind,
     rng: &mut Rng,
 ) -> anyhow::Result<Damage> {
-    cluster.node(node).kill()?;
+    let halt = Halt::for_kind(kind);
+    match halt {
+        Halt::Killed => cluster.node(node).kill()?,
+        Halt::Stopped => cluster.node(node).stop(STOP_GRACE),
+    }
     let data = data_dir(cluster, node);
     let (file, kind) = choose(rng, &data, kind)
         .with_context(|| format!("no file to damage under {}", data.display()))?;
@@ -170,6 +210,7 @@ pub fn corrupt(
         kind,
         flips: flips.iter().map(|f| (f.offset, f.bit)).collect(),
         seed,
+        halt,
     })
 }
 
@@ -329,6 +370,15 @@ mod tests {
     }
 
     #[test]
+    fn only_a_flip_in_a_table_stops_the_node_cleanly() {
+        let halts: Vec<Halt> = FileKind::ALL.iter().map(|k| Halt::for_kind(*k)).collect();
+        assert_eq!(
+            halts,
+            [Halt::Killed, Halt::Stopped, Halt::Killed, Halt::Killed]
+        );
+    }
+
+    #[test]
     fn damage_names_the_file_the_bits_and_the_seed() {
         let damage = Damage {
             node: 2,
@@ -336,10 +386,11 @@ mod tests {
             kind: FileKind::Wal,
             flips: vec![(17, 3), (4096, 0)],
             seed: 99,
+            halt: Halt::Killed,
         };
         assert_eq!(
             damage.to_string(),
-            "n2 db/000012.log (wal): 2 bit(s) flipped at byte.bit 17.3 4096.0 (idem-faultfs bitflip --count 2 --seed 99)"
+            "n2 killed, db/000012.log (wal): 2 bit(s) flipped at byte.bit 17.3 4096.0 (idem-faultfs bitflip --count 2 --seed 99)"
         );
     }
 
