@@ -21,7 +21,6 @@
 pub mod api;
 pub mod auth;
 pub mod backend;
-pub mod cluster;
 pub mod config;
 pub mod failpoint;
 pub mod groups;
@@ -40,7 +39,7 @@ pub mod telemetry;
 pub mod tls;
 pub mod usage;
 
-pub use cluster::{ClusterConfig, InitialMember};
+pub use config::cluster::{ClusterConfig, InitialMember};
 pub use config::{Config, ConfigError, LogFormat};
 pub use node::{Node, NodeError, NodeHandle};
 pub use policy::Policies;

@@ -10,8 +10,6 @@
 //! change is thus never applied without its entry; an intent whose change never happens
 //! (a failure in between, a no-op call) writes nothing.
 
-use std::net::SocketAddr;
-
 use idem_core::audit::{MembershipIntent, MembershipKind};
 use idem_core::{Command, Outcome};
 use idem_proto::v1 as pb;
@@ -21,6 +19,7 @@ use crate::api::ApiContext;
 use crate::backend::{
     MemberInfo, MembershipChange, MembershipView, PlacementAnswer, PlacementCall, RequestError,
 };
+use crate::config::values::{address, location};
 
 /// `ListMembers`.
 pub(crate) async fn list(ctx: &ApiContext) -> Result<pb::ListMembersResponse, RequestError> {
@@ -142,19 +141,15 @@ fn member_id(id: u64) -> Result<u64, RequestError> {
 }
 
 /// A validated new member: id, both addresses as `IP:port`, region and zone (defaults
-/// `local` / `local-a`, like a node's configuration).
+/// `local` / `local-a`), by the rules of a node's own configuration: what is accepted
+/// here is written into the membership of every group.
 fn new_member(member: pb::Member) -> Result<MemberInfo, RequestError> {
     let id = member_id(member.id)?;
-    for (what, addr) in [
-        ("raft_addr", &member.raft_addr),
-        ("api_addr", &member.api_addr),
-    ] {
-        if addr.parse::<SocketAddr>().is_err() {
-            return Err(RequestError::argument(format!(
-                "{what} {addr:?}: expected an IP address and port such as 127.0.0.1:7410"
-            )));
-        }
-    }
+    let checked = |what: &str, text: &str, rule: fn(&str) -> Result<(), String>| {
+        rule(text).map_err(|e| RequestError::argument(format!("{what} {}: {e}", quoted(text))))
+    };
+    checked("raft_addr", &member.raft_addr, |t| address(t).map(drop))?;
+    checked("api_addr", &member.api_addr, |t| address(t).map(drop))?;
     let or = |value: String, default: &str| {
         if value.is_empty() {
             default.to_owned()
@@ -162,14 +157,29 @@ fn new_member(member: pb::Member) -> Result<MemberInfo, RequestError> {
             value
         }
     };
+    let region = or(member.region, "local");
+    let zone = or(member.zone, "local-a");
+    checked("region", &region, |t| location(t).map(drop))?;
+    checked("zone", &zone, |t| location(t).map(drop))?;
     Ok(MemberInfo {
         id,
-        region: or(member.region, "local"),
-        zone: or(member.zone, "local-a"),
+        region,
+        zone,
         raft_addr: member.raft_addr,
         api_addr: member.api_addr,
         voter: false,
     })
+}
+
+/// `text` quoted for an error message, cut to its first 64 characters: the input may be
+/// as long as the request allows.
+fn quoted(text: &str) -> String {
+    let cut: String = text.chars().take(64).collect();
+    if cut.len() < text.len() {
+        format!("{cut:?}…")
+    } else {
+        format!("{cut:?}")
+    }
 }
 
 fn members_pb(view: &MembershipView) -> Vec<pb::Member> {
@@ -186,4 +196,48 @@ fn members_pb(view: &MembershipView) -> Vec<pb::Member> {
             lag: m.lag,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use idem_proto::reason;
+
+    fn member(raft_addr: &str, region: &str, zone: &str) -> pb::Member {
+        pb::Member {
+            id: 4,
+            raft_addr: raft_addr.into(),
+            api_addr: "127.0.0.1:7404".into(),
+            region: region.into(),
+            zone: zone.into(),
+            ..Default::default()
+        }
+    }
+
+    /// The refusal's message, after checking it is an `INVALID_ARGUMENT`.
+    fn refused(member: pb::Member) -> String {
+        match new_member(member) {
+            Err(RequestError::Invalid { reason, message }) => {
+                assert_eq!(reason, reason::INVALID_ARGUMENT);
+                message
+            }
+            other => panic!("accepted or refused otherwise: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_new_member_is_checked_like_a_nodes_own_configuration() {
+        let ok = new_member(member("127.0.0.1:7414", "", "")).unwrap();
+        assert_eq!((ok.region.as_str(), ok.zone.as_str()), ("local", "local-a"));
+        let ok = new_member(member("[::1]:7414", "eu-west.1", "eu_west-a")).unwrap();
+        assert_eq!(ok.region, "eu-west.1");
+
+        assert!(refused(member("node4:7414", "r1", "a")).starts_with("raft_addr \"node4:7414\""));
+        assert!(refused(member("127.0.0.1:7414", "r 1", "a")).starts_with("region \"r 1\""));
+        assert!(refused(member("127.0.0.1:7414", "r1", "a/b")).starts_with("zone \"a/b\""));
+        // An unbounded name never reaches the membership, nor whole into the message.
+        let message = refused(member("127.0.0.1:7414", &"r".repeat(100_000), "a"));
+        assert!(message.len() < 300, "{message}");
+        assert!(message.contains("1 to 64 characters"), "{message}");
+    }
 }

@@ -18,6 +18,8 @@ pub mod decode;
 pub mod encode;
 mod idempotency;
 mod limit;
+#[cfg(test)]
+mod limits_tests;
 mod members;
 mod observe;
 mod regions;

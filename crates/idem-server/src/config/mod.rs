@@ -28,6 +28,7 @@ use idem_core::{Policy, Scope};
 
 mod auth;
 mod cli;
+pub mod cluster;
 mod file;
 mod limits;
 mod sources;
@@ -35,10 +36,11 @@ mod telemetry;
 #[cfg(test)]
 mod tests;
 mod tls;
-mod values;
+pub(crate) mod values;
 
 pub use auth::AuthConfig;
 pub use cli::Cli;
+pub use cluster::{ClusterConfig, InitialMember};
 pub use telemetry::TelemetryConfig;
 pub use tls::{ClientAuth, PeerTlsConfig, TlsConfig};
 pub use values::format_duration;
@@ -47,7 +49,6 @@ use file::read_file;
 use sources::*;
 use values::*;
 
-use crate::cluster::{ClusterConfig, InitialMember};
 use crate::limits::LimitsConfig;
 use crate::policy::{EndpointPolicy, Policies};
 

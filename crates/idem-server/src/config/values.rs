@@ -35,12 +35,16 @@ pub(super) fn path(text: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(text))
 }
 
-pub(super) fn address(text: &str) -> Result<SocketAddr, String> {
+/// An `IP:port` socket address (no host names: a node's addresses are what it binds and
+/// what its peers dial, resolved by nobody).
+pub(crate) fn address(text: &str) -> Result<SocketAddr, String> {
     text.parse()
         .map_err(|_| "expected an IP address and port such as 127.0.0.1:7400".to_owned())
 }
 
-pub(super) fn location(text: &str) -> Result<String, String> {
+/// A region or zone name: 1 to 64 characters of `A-Z a-z 0-9 . _ -` (it appears in metric
+/// labels, logs and every group's membership).
+pub(crate) fn location(text: &str) -> Result<String, String> {
     let ok = (1..=64).contains(&text.len())
         && text
             .bytes()

@@ -19,8 +19,6 @@ mod bucket;
 mod disk;
 mod quota;
 mod rate;
-#[cfg(test)]
-mod service_tests;
 mod settings;
 mod tenant;
 

@@ -1,5 +1,5 @@
 //! First start or restart: initialize the global group, wait to be replicated to, or recover
-//! from the log (the rule is [`crate::cluster`]'s).
+//! from the log (the rule is [`crate::config::cluster`]'s).
 
 use std::time::Duration;
 
@@ -7,7 +7,7 @@ use openraft::error::{InitializeError, RaftError};
 
 use super::error::NodeError;
 use super::node_info;
-use crate::cluster::Bootstrap;
+use crate::config::cluster::Bootstrap;
 use crate::config::Config;
 use crate::replica::Raft;
 

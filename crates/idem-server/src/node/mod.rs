@@ -12,7 +12,7 @@
 //!    The Raft port serves the Raft RPCs and the node-internal `Forward` service
 //!    ([`crate::replica::forward_service`]) before bootstrap, so peers can reach the node
 //!    from the start.
-//! 3. **Bootstrap** ([`crate::cluster`]). If the store holds no Raft state: the node with
+//! 3. **Bootstrap** ([`crate::config::cluster`]). If the store holds no Raft state: the node with
 //!    the lowest initial-member id (or a node alone) initializes the group; the other
 //!    initial members and `join` nodes wait for the leader's replication. Otherwise Raft
 //!    recovers from its log and the node waits until the state machine has caught up
@@ -71,7 +71,7 @@ pub struct Node;
 
 impl Node {
     /// Opens the data directory, starts Raft and its port, bootstraps (see
-    /// [`crate::cluster`]) and serves the gRPC and HTTP ports.
+    /// [`crate::config::cluster`]) and serves the gRPC and HTTP ports.
     pub async fn start(config: Config) -> Result<NodeHandle, NodeError> {
         claim_data_dir(&config.data_dir, config.node_id)?;
         let raft_listener = bind("Raft", config.raft_addr).await?;

@@ -8,10 +8,10 @@ use idem_proto::v1::idempotency_server::Idempotency;
 use idem_proto::{reason, status};
 use tonic::{Code, Request, Status};
 
-use super::{LimitsConfig, Rate, TenantLimits, TenantOverride};
-use crate::api::testing::{claim_req, complete_req, context};
-use crate::api::{ApiContext, IdempotencyService};
+use super::testing::{claim_req, complete_req, context};
+use super::{ApiContext, IdempotencyService};
 use crate::backend::memory::MemoryBackend;
+use crate::limits::{LimitsConfig, Rate, TenantLimits, TenantOverride};
 use crate::policy::Policies;
 
 fn service(limits: LimitsConfig) -> (IdempotencyService, Arc<ApiContext>) {

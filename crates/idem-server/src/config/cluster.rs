@@ -14,6 +14,8 @@ use std::net::SocketAddr;
 
 use idem_store::NodeInfo;
 
+use super::values::{self, address};
+
 /// One initial member as configured (file, `--initial-member` or `IDEM_INITIAL_MEMBERS`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InitialMember {
@@ -217,23 +219,11 @@ fn member_id(text: &str) -> Result<u64, String> {
 }
 
 fn addr(what: &str, text: &str) -> Result<SocketAddr, String> {
-    text.parse().map_err(|_| {
-        format!("{what} {text:?}: expected an IP address and port such as 127.0.0.1:7410")
-    })
+    address(text).map_err(|e| format!("{what} {text:?}: {e}"))
 }
 
 fn location(text: &str) -> Result<String, String> {
-    let ok = (1..=64).contains(&text.len())
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if ok {
-        Ok(text.to_owned())
-    } else {
-        Err(format!(
-            "region/zone {text:?}: expected 1 to 64 characters of A-Z a-z 0-9 . _ -"
-        ))
-    }
+    values::location(text).map_err(|e| format!("region/zone {text:?}: {e}"))
 }
 
 #[cfg(test)]
