@@ -33,6 +33,7 @@ pub struct NodeProcess {
     paused: bool,
     disk: Option<FaultDisk>,
     join: bool,
+    replacing: Option<String>,
 }
 
 impl NodeProcess {
@@ -56,6 +57,7 @@ impl NodeProcess {
             paused: false,
             disk: None,
             join: false,
+            replacing: None,
         }
     }
 
@@ -83,6 +85,17 @@ impl NodeProcess {
     /// initial members (a node replaced after its data was lost).
     pub fn set_join(&mut self, join: bool) {
         self.join = join;
+    }
+
+    /// Why the node is being replaced, while it is: its data was wiped and it was started
+    /// empty, but it has not been added back to the group yet (no live peer took the call).
+    pub fn replacing(&self) -> Option<&str> {
+        self.replacing.as_deref()
+    }
+
+    /// Records (`Some(why)`) or clears (`None`) a replacement in progress.
+    pub fn set_replacing(&mut self, why: Option<String>) {
+        self.replacing = why;
     }
 
     /// The node's fake clock, when it runs under libfaketime.

@@ -236,17 +236,25 @@ impl fmt::Display for Recovery {
 }
 
 /// Restarts `node`; if it exits within [`START_GRACE`], replaces it with an empty member.
+/// A replacement an earlier call left half done (the node wiped and started empty, but no
+/// live peer to add it back: every other node paused, say) is finished instead: such a node
+/// stays up, waiting to be added, and must not pass for one that started on its data.
 pub fn restart_or_replace(
     cluster: &Cluster,
     membership: &Membership,
     node: usize,
 ) -> anyhow::Result<Recovery> {
+    let pending = cluster.node(node).replacing().map(str::to_owned);
+    if let Some(why) = pending {
+        rejoin(cluster, membership, node)?;
+        return Ok(Recovery::Replaced(why));
+    }
     cluster.node(node).start()?;
     let deadline = Instant::now() + START_GRACE;
     while Instant::now() < deadline {
         if !cluster.node(node).is_running() {
             let why = last_log_line(cluster.node(node).log_path());
-            replace(cluster, membership, node)?;
+            replace(cluster, membership, node, &why)?;
             return Ok(Recovery::Replaced(why));
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -256,15 +264,28 @@ pub fn restart_or_replace(
 
 /// The operator's replacement of a node whose data is lost: out of the group, an empty data
 /// directory, back in as a learner that catches up, promoted.
-fn replace(cluster: &Cluster, membership: &Membership, node: usize) -> anyhow::Result<()> {
+fn replace(
+    cluster: &Cluster,
+    membership: &Membership,
+    node: usize,
+    why: &str,
+) -> anyhow::Result<()> {
     membership.remove(cluster, node)?;
     wipe(&data_dir(cluster, node))?;
     {
         let mut process = cluster.node(node);
         process.set_join(true);
-        process.start()?;
+        process.set_replacing(Some(why.to_owned()));
     }
-    membership.add(cluster, node)
+    rejoin(cluster, membership, node)
+}
+
+/// The last steps of a replacement: the wiped node runs (with `--join`) and is added back.
+fn rejoin(cluster: &Cluster, membership: &Membership, node: usize) -> anyhow::Result<()> {
+    cluster.node(node).start()?;
+    membership.add(cluster, node)?;
+    cluster.node(node).set_replacing(None);
+    Ok(())
 }
 
 /// Removes everything inside `dir` (which may be a mount point, kept).
