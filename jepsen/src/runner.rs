@@ -201,6 +201,7 @@ pub fn run(options: &TestOptions) -> anyhow::Result<Outcome> {
 fn schedule_options(options: &TestOptions) -> nemesis::schedule::Options {
     nemesis::schedule::Options {
         seed: options.seed,
+        variant: nemesis::schedule::variant(options.workload.name(), options.nodes),
         kinds: options.nemesis.clone(),
         interval: options.interval,
         time_limit: options.time_limit,

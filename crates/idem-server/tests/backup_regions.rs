@@ -154,27 +154,12 @@ async fn restore_cluster(dir: &Path, backup: &BackupFile) -> Vec<NodeHandle> {
     let alone = node_config(seeded, first, ClusterConfig::default(), AuthConfig::off());
     let node = Node::start(alone).await.unwrap();
     node.wait_ready(Duration::from_secs(20)).await.unwrap();
-    let joining = ClusterConfig {
-        initial_members: Vec::new(),
-        join: true,
-    };
     let mut restored = vec![node];
     let mut admin = AdminClient::new(channel(&restored[0]).await);
     for m in &members[1..] {
         let data_dir = dir.join(format!("new-{}", m.id));
-        let config = node_config(data_dir, m, joining.clone(), AuthConfig::off());
-        let node = Node::start(config).await.unwrap();
-        let add = pb::AddMemberRequest {
-            member: Some(pb::Member {
-                id: m.id,
-                raft_addr: m.raft_addr.to_string(),
-                api_addr: m.api_addr.to_string(),
-                region: m.region.clone().unwrap(),
-                zone: m.zone.clone().unwrap(),
-                ..Default::default()
-            }),
-        };
-        admin.add_member(add).await.unwrap();
+        let node = support::start_joining(data_dir, m).await;
+        admin.add_member(support::add_request(m)).await.unwrap();
         let promote = pb::PromoteMemberRequest { id: m.id };
         admin.promote_member(promote).await.unwrap();
         node.wait_ready(Duration::from_secs(20)).await.unwrap();

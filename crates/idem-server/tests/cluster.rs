@@ -121,24 +121,10 @@ async fn members_are_added_promoted_removed_and_leadership_moves() {
 
     // Node 4 starts empty (join) and is added as a learner through a follower.
     let four = member(4);
-    let joining = ClusterConfig {
-        initial_members: Vec::new(),
-        join: true,
-    };
-    let config = node_config(dir.path().join("n4"), &four, joining, AuthConfig::off());
-    let node4 = Node::start(config).await.unwrap();
+    let node4 = support::start_joining(dir.path().join("n4"), &four).await;
     let mut follower = admin(&nodes[f[0]]).await;
     let added = follower
-        .add_member(pb::AddMemberRequest {
-            member: Some(pb::Member {
-                id: 4,
-                raft_addr: four.raft_addr.to_string(),
-                api_addr: four.api_addr.to_string(),
-                region: "r4".into(),
-                zone: "r4-a".into(),
-                ..Default::default()
-            }),
-        })
+        .add_member(support::add_request(&four))
         .await
         .unwrap()
         .into_inner();
@@ -272,22 +258,8 @@ async fn a_member_added_right_after_a_restart_joins_every_region_group() {
     let dir = tempfile::tempdir().unwrap();
     let node1 = restarted_with_region_groups(dir.path()).await;
     let two = member(2);
-    let joining = ClusterConfig {
-        initial_members: Vec::new(),
-        join: true,
-    };
-    let config = node_config(dir.path().join("n2"), &two, joining, AuthConfig::off());
-    let node2 = Node::start(config).await.unwrap();
-    let add = pb::AddMemberRequest {
-        member: Some(pb::Member {
-            id: 2,
-            raft_addr: two.raft_addr.to_string(),
-            api_addr: two.api_addr.to_string(),
-            region: "r2".into(),
-            zone: "r2-a".into(),
-            ..Default::default()
-        }),
-    };
+    let node2 = support::start_joining(dir.path().join("n2"), &two).await;
+    let add = support::add_request(&two);
     // Sent as soon as node 1 has elected itself in the global group; retried only until then.
     let mut admin1 = admin(&node1).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);

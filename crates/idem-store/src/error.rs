@@ -18,7 +18,7 @@ pub enum StoreError {
     #[error("i/o: {0}")]
     Io(#[from] io::Error),
     /// A value could not be encoded or decoded with bincode.
-    #[error("encoding: {0}")]
+    #[error("encoding: {}", codec_detail(.0))]
     Codec(#[from] bincode::Error),
     /// Stored bytes or a received snapshot do not have the expected shape.
     #[error("corrupt {what}: {detail}")]
@@ -65,6 +65,18 @@ impl StoreError {
     }
 }
 
+/// bincode's own words, except for a value cut short: bincode reports that as an I/O error
+/// with an empty message (`io error: `), which names no cause.
+fn codec_detail(error: &bincode::Error) -> String {
+    match error.as_ref() {
+        bincode::ErrorKind::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            "the value ends before its last field (truncated, or a length inside it is corrupt)"
+                .to_owned()
+        }
+        other => other.to_string(),
+    }
+}
+
 impl From<StoreError> for io::Error {
     fn from(error: StoreError) -> Self {
         match error {
@@ -82,5 +94,20 @@ impl From<StoreError> for idem_core::StoreError {
             e if e.is_corruption() => idem_core::StoreError::Corrupt(e.to_string()),
             e => idem_core::StoreError::Backend(e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_value_cut_short_says_so() {
+        let bytes = crate::codec::encode(&(7u64, String::from("result"))).unwrap();
+        let error = crate::codec::decode::<(u64, String)>(&bytes[..bytes.len() - 2]).unwrap_err();
+        assert!(error.is_corruption());
+        assert_eq!(
+            error.to_string(),
+            "encoding: the value ends before its last field (truncated, or a length inside it \
+             is corrupt)"
+        );
     }
 }

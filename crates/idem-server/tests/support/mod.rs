@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use idem_proto::status;
+use idem_proto::v1 as pb;
 use idem_server::auth::{token_digest, AuthMode};
 use idem_server::config::AuthConfig;
 use idem_server::{ClusterConfig, Config, InitialMember, Node, NodeHandle};
@@ -117,6 +118,31 @@ pub fn single_config(dir: &Path, auth: AuthConfig) -> Config {
     config.raft.heartbeat_interval = Duration::from_millis(50);
     config.raft.election_timeout = Duration::from_millis(300);
     config
+}
+
+/// Starts `me` with an empty data directory `data_dir`, to join a running cluster (as
+/// `idemd --join`); it is ready only once a member adds it.
+pub async fn start_joining(data_dir: PathBuf, me: &InitialMember) -> NodeHandle {
+    let joining = ClusterConfig {
+        initial_members: Vec::new(),
+        join: true,
+    };
+    let config = node_config(data_dir, me, joining, AuthConfig::off());
+    Node::start(config).await.expect("joining node starts")
+}
+
+/// The `AddMember` request that adds `me` as a learner, in its region and zone.
+pub fn add_request(me: &InitialMember) -> pb::AddMemberRequest {
+    pb::AddMemberRequest {
+        member: Some(pb::Member {
+            id: me.id,
+            raft_addr: me.raft_addr.to_string(),
+            api_addr: me.api_addr.to_string(),
+            region: me.region.clone().unwrap_or_default(),
+            zone: me.zone.clone().unwrap_or_default(),
+            ..Default::default()
+        }),
+    }
 }
 
 /// Starts the node of `config` and waits until it is ready.
