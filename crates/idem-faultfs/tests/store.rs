@@ -62,7 +62,7 @@ fn requests() -> Vec<Request> {
             let key = Harness::<MemoryStore>::target(&format!("key-{i}"));
             Request {
                 stamp: idem_core::Timestamp(1_000_000 + i * 1_000),
-                command: h.claim_command(&key, BODY_A, "w1"),
+                command: h.claim_command(&key, BODY_A, "w1").into(),
             }
         })
         .collect()

@@ -247,7 +247,9 @@ mod tests {
         let key = idem_core::testing::Harness::<idem_core::MemoryStore>::target("k-1");
         Request {
             stamp: idem_core::Timestamp(1_000_000),
-            command: h.claim_command(&key, idem_core::testing::BODY_A, "w1"),
+            command: h
+                .claim_command(&key, idem_core::testing::BODY_A, "w1")
+                .into(),
         }
     }
 
@@ -340,7 +342,7 @@ mod tests {
             log_id(7, 2, 13),
             Request {
                 stamp: idem_core::Timestamp(1),
-                command: abandon,
+                command: abandon.into(),
             },
         );
         assert_eq!(
@@ -359,7 +361,7 @@ mod tests {
             log_id(7, 2, 14),
             Request {
                 stamp: idem_core::Timestamp(1),
-                command: revoke,
+                command: revoke.into(),
             },
         );
         assert_eq!(entries_version(&[revoke]), ENTRY_VERSION_ABANDON);
@@ -373,7 +375,7 @@ mod tests {
             });
             let request = Request {
                 stamp: idem_core::Timestamp(1),
-                command,
+                command: command.into(),
             };
             entries_version(&[Entry::new_normal(log_id(7, 2, 15), request)])
         };
@@ -388,7 +390,8 @@ mod tests {
             stamp: idem_core::Timestamp(1),
             command: Command::MembershipIntent(idem_core::command::Audited::new(
                 intent, "root", "grow",
-            )),
+            ))
+            .into(),
         };
         let intent = Entry::new_normal(log_id(7, 2, 16), intent);
         assert_eq!(entries_version(&[intent]), ENTRY_VERSION_MEMBERSHIP_INTENT);

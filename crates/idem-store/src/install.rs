@@ -160,7 +160,7 @@ mod tests {
                 let key = Harness::<MemoryStore>::target(&format!("{prefix}-{i}"));
                 let request = Request {
                     stamp: Timestamp(1_000_000 + i as u64),
-                    command: h.claim_command(&key, BODY_A, "w1"),
+                    command: h.claim_command(&key, BODY_A, "w1").into(),
                 };
                 let log_id = openraft::testing::log_id::<TypeConfig>(1, 1, first + i as u64);
                 Entry::new_normal(log_id, request)

@@ -145,7 +145,7 @@ mod tests {
                 let key = Harness::<MemoryStore>::target(&format!("k-{i}"));
                 let request = Request {
                     stamp: Timestamp(1_000_000 + i as u64),
-                    command: h.claim_command(&key, BODY_A, "w1"),
+                    command: h.claim_command(&key, BODY_A, "w1").into(),
                 };
                 let log_id = openraft::testing::log_id::<TypeConfig>(3, 1, 1 + i as u64);
                 Entry::new_normal(log_id, request)

@@ -2,6 +2,7 @@
 //! what the cluster knows about each node.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -9,12 +10,40 @@ use serde::{Deserialize, Serialize};
 ///
 /// The stamp is the proposing leader's wall clock; apply uses `max(stamp, last applied
 /// stamp)` so every replica decides lease expiry identically (docs/design.md §2, Time).
+///
+/// The command is shared, not owned: openraft hands out entries by value, and on a leader
+/// each entry is cloned out of the cache of recent entries once for apply and once per
+/// follower it is sent to. Behind an `Arc` those clones copy a pointer, not the command's
+/// strings and result bytes. The command is encoded as itself (the `shared` module), so the
+/// log, the snapshots and the wire are unchanged.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {
     /// The leader's clock when it proposed the command.
     pub stamp: idem_core::Timestamp,
     /// The command to apply.
-    pub command: idem_core::Command,
+    #[serde(with = "shared")]
+    pub command: Arc<idem_core::Command>,
+}
+
+/// Serde of an `Arc<T>` as a plain `T` (what serde's own `rc` feature does, without turning
+/// that feature on for every crate of the build).
+mod shared {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(super) fn serialize<T: Serialize, S: Serializer>(
+        value: &Arc<T>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        T::serialize(value, serializer)
+    }
+
+    pub(super) fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Arc<T>, D::Error> {
+        T::deserialize(deserializer).map(Arc::new)
+    }
 }
 
 impl fmt::Display for Request {
@@ -78,3 +107,37 @@ pub type SnapshotData = crate::SnapshotFile;
 pub type Snapshot = openraft::alias::SnapshotOf<TypeConfig, SnapshotData>;
 /// A Raft node running on these stores.
 pub type Raft = openraft::Raft<TypeConfig, crate::StateMachine>;
+
+#[cfg(test)]
+mod tests {
+    use idem_core::testing::{Harness, BODY_A};
+    use idem_core::{Command, MemoryStore, Timestamp};
+    use serde::Serialize;
+
+    use super::*;
+
+    /// What a `Request` was before its command was shared.
+    #[derive(Serialize)]
+    struct Owned<'a> {
+        stamp: Timestamp,
+        command: &'a Command,
+    }
+
+    #[test]
+    fn a_shared_command_encodes_as_the_owned_one_did() {
+        let mut h = Harness::new(MemoryStore::new());
+        let key = Harness::<MemoryStore>::target("k-1");
+        let command = h.claim_command(&key, BODY_A, "w1");
+        let owned = Owned {
+            stamp: Timestamp(1_000_000),
+            command: &command,
+        };
+        let request = Request {
+            stamp: Timestamp(1_000_000),
+            command: Arc::new(command.clone()),
+        };
+        let bytes = crate::codec::encode(&request).unwrap();
+        assert_eq!(bytes, crate::codec::encode(&owned).unwrap());
+        assert_eq!(crate::codec::decode::<Request>(&bytes).unwrap(), request);
+    }
+}

@@ -42,7 +42,7 @@ fn entries(commands: Vec<Command>) -> Vec<Entry> {
             let index = i as u64 + 1;
             let request = Request {
                 stamp: Timestamp(1_000_000 + index * 1_000),
-                command,
+                command: command.into(),
             };
             Entry::new_normal(log_id(index), request)
         })

@@ -21,7 +21,7 @@ use tempfile::TempDir;
 fn change(change: ClusterChange, stamp: u64) -> Request {
     Request {
         stamp: Timestamp(stamp),
-        command: Command::Cluster(change),
+        command: Command::Cluster(change).into(),
     }
 }
 
@@ -73,7 +73,7 @@ fn intent(index: u64, kind: MembershipKind, member: u64) -> Entry {
     let intent = MembershipIntent { kind, member };
     let request = Request {
         stamp: Timestamp(1_000 * index),
-        command: Command::MembershipIntent(Audited::new(intent, "alice", "CHG-9")),
+        command: Command::MembershipIntent(Audited::new(intent, "alice", "CHG-9")).into(),
     };
     Entry::new_normal(log_id(1, index), request)
 }

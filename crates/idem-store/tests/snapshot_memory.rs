@@ -58,7 +58,7 @@ async fn fill(sm: &mut StateMachine, records: u64) {
                 let key = Harness::<MemoryStore>::target(&format!("bulk-{i}"));
                 let request = Request {
                     stamp: Timestamp(1_000_000 + i),
-                    command: h.claim_command(&key, BODY_A, "w1"),
+                    command: h.claim_command(&key, BODY_A, "w1").into(),
                 };
                 Entry::new_normal(openraft::testing::log_id::<TypeConfig>(1, 1, i), request)
             })

@@ -48,7 +48,9 @@ fn request() -> Request {
     let mut h = H::new(idem_core::MemoryStore::new());
     Request {
         stamp: idem_core::Timestamp(1_000_000),
-        command: h.claim_command(&H::target("k-1"), idem_core::testing::BODY_A, "w1"),
+        command: h
+            .claim_command(&H::target("k-1"), idem_core::testing::BODY_A, "w1")
+            .into(),
     }
 }
 

@@ -233,7 +233,10 @@ impl Cluster {
             self.stamp += 1_000;
             let request = Request {
                 stamp: Timestamp(self.stamp),
-                command: self.harness.claim_command(&target, BODY_A, "worker-1"),
+                command: self
+                    .harness
+                    .claim_command(&target, BODY_A, "worker-1")
+                    .into(),
             };
             let response = tokio::time::timeout(WAIT, raft.client_write(request))
                 .await

@@ -165,7 +165,7 @@ impl Replica {
     }
 
     /// [`Self::propose`] of a borrowed command, for a caller that may route it again: the
-    /// command is copied once per attempt into the Raft entry, not once per layer.
+    /// command is copied once into the Raft entry (shared by every attempt), not once per layer.
     pub async fn propose_ref(&self, command: &Command) -> Result<Outcome, RequestError> {
         command.validate()?;
         // This node's disk first: a follower short of space would have to append the entry.
@@ -389,7 +389,7 @@ impl Replica {
 
     /// Stamps and proposes `command` on this node (the leader) by `deadline`. A new leader
     /// whose lease is not confirmed yet refuses writes for about a heartbeat: retried here.
-    /// The entry owns its command, so each attempt copies it (once, in the common case).
+    /// The command is copied once into the `Arc` every attempt's entry shares.
     async fn propose_local(
         &self,
         command: &Command,
@@ -403,10 +403,11 @@ impl Replica {
         let name = command.name();
         self.failpoints.check(name, Phase::BeforeCommit);
         let started = std::time::Instant::now();
+        let shared = Arc::new(command.clone());
         let result = loop {
             let request = Request {
                 stamp: Timestamp::now(),
-                command: command.clone(),
+                command: Arc::clone(&shared),
             };
             match tokio::time::timeout_at(deadline, self.raft.client_write(request)).await {
                 Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))))

@@ -37,7 +37,7 @@ pub fn workload(keys: usize) -> Vec<Request> {
         stamp += 1_000;
         requests.push(Request {
             stamp: Timestamp(stamp),
-            command,
+            command: command.into(),
         });
     };
     for i in 0..keys {
