@@ -36,6 +36,9 @@ pub enum Command {
     /// Compare results files of idem, etcd and Postgres: medians, targets, and the ratio line
     /// last.
     Summarize(SummarizeArgs),
+    /// Compare builds of idem measured in rounds (scripts/bench/builds.sh): per point, each
+    /// build's medians and its per-round ratios to the base build.
+    CompareBuilds(CompareBuildsArgs),
     /// Draw latency and throughput against clients from results files (medians per point).
     Plot(PlotArgs),
 }
@@ -257,6 +260,17 @@ pub struct RttArgs {
     /// Write the result as JSON to this file (for `summarize --probe`).
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// `compare-builds`.
+#[derive(Debug, Args)]
+pub struct CompareBuildsArgs {
+    /// Results files labelled `<build>-r<round>` (`--label` of run or sweep).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The build the others are divided by.
+    #[arg(long)]
+    pub base: String,
 }
 
 /// `summarize`.

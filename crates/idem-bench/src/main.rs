@@ -6,12 +6,14 @@
 //! workloads against every store (see [`backend`]), closed- or open-loop ([`runner`]), HDR
 //! histograms ([`stats`]), a JSON results file ([`results`]), a table, PNG plots ([`plot`])
 //! and the comparison with the issues' targets ([`summary`]). `scripts/bench/compare.sh`
-//! (`make bench`) drives it.
+//! (`make bench`) drives it; `scripts/bench/builds.sh` drives it to compare builds of idem
+//! ([`builds`]).
 //!
 //! Exit status: 0 done, 2 error (the message is printed).
 
 mod aggregate;
 mod backend;
+mod builds;
 mod cli;
 mod error;
 mod node;
@@ -92,6 +94,12 @@ fn execute(command: Command) -> Result<(), BenchError> {
             probe::rtt_probe(args.count, args.size)?,
             args.out.as_deref(),
         ),
+        Command::CompareBuilds(args) => {
+            let reports = read_reports(&args.files)?;
+            let comparison = builds::BuildComparison::new(&reports, &args.base)?;
+            print!("{}", comparison.render());
+            Ok(())
+        }
         Command::Summarize(args) => {
             let reports = read_reports(&args.files)?;
             let probes = args
