@@ -117,6 +117,17 @@ impl RaftTimeouts {
 
     /// The openraft config of a group named `cluster_name` with these timeouts and `log`,
     /// validated (e.g. the election timeout must exceed the heartbeat interval).
+    ///
+    /// A restarted leader never resumes its term (openraft's `enable_leader_restore`, on by
+    /// default, is turned off): it stands for election like any other node. A leader
+    /// counts an entry committed once a quorum of *followers* has it on disk, before its own
+    /// copy is synced; a power loss can then take the tail of the leader's log and leave the
+    /// followers' copies. A leader that came back in the same term would write new entries
+    /// at those indexes with the same term, which the followers take for the ones they
+    /// already have: the replicas diverge and an acknowledged write disappears (the jepsen
+    /// `power-loss` nemesis found this). An election instead picks a node holding every
+    /// committed entry, in a new term. Restoring also trusts the restarted leader's state
+    /// and committed index, which idem does not sync (docs/guarantees.md).
     pub fn config_with(&self, cluster_name: &str, log: &LogPolicy) -> Result<Config, ConfigError> {
         Config {
             cluster_name: cluster_name.to_owned(),
@@ -129,6 +140,7 @@ impl RaftTimeouts {
             max_in_snapshot_log_to_keep: log.max_in_snapshot_log_to_keep,
             purge_batch_size: log.purge_batch_size,
             max_payload_entries: log.max_payload_entries,
+            enable_leader_restore: Some(false),
             ..Config::default()
         }
         .validate()

@@ -13,6 +13,7 @@ use idem_proto::raft_v1::{
 };
 use idem_raft::{LogPolicy, NetworkOptions};
 use idem_store::{SnapshotMeta, TypeConfig, Vote};
+use openraft::async_runtime::WatchReceiver;
 use openraft::raft::{VoteRequest, VoteResponse};
 use openraft::ServerState;
 use prost::bytes::Bytes;
@@ -85,6 +86,40 @@ async fn replicates_transfers_leadership_and_promotes_a_learner() -> anyhow::Res
     }
     assert_eq!(c.records(4, &claimed)?, expected);
     assert_eq!(c.records(4, &late)?, c.records(to, &late)?);
+    c.shutdown().await
+}
+
+/// A leader that restarts stands for election again: back in its old term, it could write
+/// entries at indexes whose entries of that term it lost (unsynced when the power went) but
+/// its followers kept (see `RaftTimeouts::config_with`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_leader_does_not_resume_its_term() -> anyhow::Result<()> {
+    init_tracing();
+    let mut c = Cluster::new(test_timeouts(), LogPolicy::default(), test_options());
+    for id in 1..=3 {
+        c.start(id).await?;
+    }
+    c.init(&[1, 2, 3]).await?;
+    let leader = c.leader().await?;
+    let (before, _) = c.claim(leader, keys("before", 3)).await?;
+    let term = c.node(leader).raft.metrics().borrow_watched().current_term;
+
+    // Back well within the followers' election timeout (800 ms at least), so only its own
+    // restart could make it leader again in the same term.
+    c.stop(leader).await?;
+    c.start(leader).await?;
+    let now = c.leader().await?;
+    let new_term = c.node(now).raft.metrics().borrow_watched().current_term;
+    assert!(
+        new_term > term,
+        "node {now} leads in term {new_term}, the term of the leader before the restart ({term})"
+    );
+    let (after, last) = c.claim(now, keys("after", 3)).await?;
+    for id in 1..=3 {
+        c.applied(id, last.index()).await?;
+        c.records(id, &before)?;
+        c.records(id, &after)?;
+    }
     c.shutdown().await
 }
 
