@@ -66,6 +66,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(config: Config) -> ExitCode {
+    let signals = shutdown::Signals::install();
     let node = match Node::start(config).await {
         Ok(node) => node,
         Err(error) => {
@@ -73,7 +74,7 @@ async fn run(config: Config) -> ExitCode {
             return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(1));
         }
     };
-    tokio::spawn(shutdown::on_signal(node.shutdown_token()));
+    tokio::spawn(signals.cancel_on_first(node.shutdown_token()));
     match node.stopped().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
