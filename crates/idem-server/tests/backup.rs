@@ -200,30 +200,11 @@ async fn a_backup_under_load_restores_every_acknowledged_record() {
         .await
         .unwrap();
     first.wait_ready(Duration::from_secs(20)).await.unwrap();
-    let joining = ClusterConfig {
-        initial_members: Vec::new(),
-        join: true,
-    };
     let mut restored = vec![first];
     let mut admin = AdminClient::new(channel(&restored[0]).await);
     for m in &members[1..] {
-        let data_dir = dir.path().join(format!("new-{}", m.id));
-        let node = Node::start(node_config(data_dir, m, joining.clone(), AuthConfig::off()))
-            .await
-            .unwrap();
-        admin
-            .add_member(pb::AddMemberRequest {
-                member: Some(pb::Member {
-                    id: m.id,
-                    raft_addr: m.raft_addr.to_string(),
-                    api_addr: m.api_addr.to_string(),
-                    region: m.region.clone().unwrap(),
-                    zone: m.zone.clone().unwrap(),
-                    ..Default::default()
-                }),
-            })
-            .await
-            .unwrap();
+        let node = support::start_joining(dir.path().join(format!("new-{}", m.id)), m).await;
+        admin.add_member(support::add_request(m)).await.unwrap();
         admin
             .promote_member(pb::PromoteMemberRequest { id: m.id })
             .await

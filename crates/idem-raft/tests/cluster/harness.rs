@@ -86,6 +86,18 @@ impl Cluster {
         }
     }
 
+    /// Nodes 1, 2 and 3 with these settings and the test timeouts, started and initialized
+    /// as one group of voters; returns the cluster and its agreed leader.
+    pub async fn three(log: LogPolicy, options: NetworkOptions) -> anyhow::Result<(Self, u64)> {
+        let mut c = Cluster::new(test_timeouts(), log, options);
+        for id in 1..=3 {
+            c.start(id).await?;
+        }
+        c.init(&[1, 2, 3]).await?;
+        let leader = c.leader().await?;
+        Ok((c, leader))
+    }
+
     /// What the membership records about node `id` (once it has an address).
     pub fn info(&self, id: u64) -> NodeInfo {
         let addr = self.addrs[&id];

@@ -6,7 +6,7 @@ mod harness;
 use std::collections::BTreeSet;
 
 use anyhow::anyhow;
-use harness::{test_options, test_timeouts, Cluster};
+use harness::{test_options, Cluster};
 use idem_proto::raft_v1::raft_client::RaftClient;
 use idem_proto::raft_v1::{
     raft_reply, snapshot_chunk, Format, RaftRequest, SnapshotChunk, SnapshotHeader,
@@ -36,12 +36,7 @@ fn keys(prefix: &str, n: usize) -> impl Iterator<Item = String> + '_ {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicates_transfers_leadership_and_promotes_a_learner() -> anyhow::Result<()> {
     init_tracing();
-    let mut c = Cluster::new(test_timeouts(), LogPolicy::default(), test_options());
-    for id in 1..=3 {
-        c.start(id).await?;
-    }
-    c.init(&[1, 2, 3]).await?;
-    let leader = c.leader().await?;
+    let (mut c, leader) = Cluster::three(LogPolicy::default(), test_options()).await?;
 
     // Claims proposed on the leader are applied by every state machine.
     let (claimed, last) = c.claim(leader, keys("a", 20)).await?;
@@ -95,12 +90,7 @@ async fn replicates_transfers_leadership_and_promotes_a_learner() -> anyhow::Res
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_leader_does_not_resume_its_term() -> anyhow::Result<()> {
     init_tracing();
-    let mut c = Cluster::new(test_timeouts(), LogPolicy::default(), test_options());
-    for id in 1..=3 {
-        c.start(id).await?;
-    }
-    c.init(&[1, 2, 3]).await?;
-    let leader = c.leader().await?;
+    let (mut c, leader) = Cluster::three(LogPolicy::default(), test_options()).await?;
     let (before, _) = c.claim(leader, keys("before", 3)).await?;
     let term = c.node(leader).raft.metrics().borrow_watched().current_term;
 
@@ -133,12 +123,7 @@ async fn restarted_follower_catches_up_through_a_snapshot() -> anyhow::Result<()
         purge_batch_size: 1,
         max_payload_entries: 300,
     };
-    let mut c = Cluster::new(test_timeouts(), log, test_options());
-    for id in 1..=3 {
-        c.start(id).await?;
-    }
-    c.init(&[1, 2, 3]).await?;
-    let leader = c.leader().await?;
+    let (mut c, leader) = Cluster::three(log, test_options()).await?;
     let (early, last) = c.claim(leader, keys("early", 3)).await?;
     let follower = (1..=3).find(|&id| id != leader).unwrap();
     let before = c.applied(follower, last.index()).await?;
@@ -193,12 +178,7 @@ async fn unary_appends_and_wire_errors() -> anyhow::Result<()> {
         pipeline: false,
         ..test_options()
     };
-    let mut c = Cluster::new(test_timeouts(), LogPolicy::default(), options);
-    for id in 1..=3 {
-        c.start(id).await?;
-    }
-    c.init(&[1, 2, 3]).await?;
-    let leader = c.leader().await?;
+    let (mut c, leader) = Cluster::three(LogPolicy::default(), options).await?;
     let (claimed, last) = c.claim(leader, keys("u", 10)).await?;
     for id in 1..=3 {
         c.applied(id, last.index()).await?;
