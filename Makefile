@@ -54,6 +54,13 @@ bench: ## idem vs etcd (3 nodes each) and a single durable PostgreSQL, side by s
 	@scripts/bootstrap.sh --bench
 	scripts/bench/compare.sh
 
+.PHONY: release release-check
+release: bootstrap ## The release binaries: idemd, idemctl, idem-bench with RocksDB compiled without assertions (NDEBUG), in their own target directory (scripts/release.sh; ~15 min of C++ the first time).
+	scripts/release.sh build
+
+release-check: bootstrap ## Every test on the release build, then a live cluster switched from the development build to it and one node rolled back (scripts/release.sh check; ~40 min the first time).
+	scripts/release.sh check
+
 .PHONY: upgrade-test
 upgrade-test: bootstrap ## Rolling upgrade under load from the previous release (UPGRADE_FROM=<commit>, default a61c250) to this tree, and a rollback of one node (scripts/upgrade-test.sh; the old build is cached under /var/cache, ~10 min of CPU the first time, then ~2 min).
 	scripts/upgrade-test.sh

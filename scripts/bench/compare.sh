@@ -31,14 +31,25 @@
 #   BENCH_WORK                         cluster directories [a fresh mktemp -d under /tmp,
 #                                      removed after a successful run, kept on failure; run as
 #                                      root, the postgres user must be able to search it]
-#   CARGO_TARGET_DIR                   as deploy/local/cluster.sh
+#   BENCH_BUILD [release]              release: the build that ships (scripts/release.sh:
+#                                      RocksDB without assertions, its own target directory;
+#                                      ~15 min of C++ the first time); dev: the development
+#                                      build (Debian's RocksDB, CARGO_TARGET_DIR)
+#   CARGO_TARGET_DIR                   as deploy/local/cluster.sh (BENCH_BUILD=dev)
 #   BENCH_NO_BUILD=1                   use the binaries already built
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-if [[ -z "${CARGO_TARGET_DIR:-}" ]]; then
-    if [[ -w /var/cache ]]; then CARGO_TARGET_DIR=/var/cache/idem-target; else CARGO_TARGET_DIR="$ROOT/target"; fi
-fi
+BUILD="${BENCH_BUILD:-release}"
+case "$BUILD" in
+    release) CARGO_TARGET_DIR="$("$ROOT/scripts/release.sh" target-dir)" ;;
+    dev)
+        if [[ -z "${CARGO_TARGET_DIR:-}" ]]; then
+            if [[ -w /var/cache ]]; then CARGO_TARGET_DIR=/var/cache/idem-target; else CARGO_TARGET_DIR="$ROOT/target"; fi
+        fi
+        ;;
+    *) echo "compare.sh: BENCH_BUILD is release or dev, not $BUILD" >&2; exit 2 ;;
+esac
 export CARGO_TARGET_DIR
 BENCH="$CARGO_TARGET_DIR/release/idem-bench"
 REPS="${BENCH_REPS:-3}"
@@ -89,8 +100,12 @@ for port in "${ports[@]}"; do
 done
 
 if [[ "${BENCH_NO_BUILD:-}" != 1 ]]; then
-    log "building idemd, idemctl, idem-bench (release, CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
-    (cd "$ROOT" && cargo build --release --bin idemd --bin idemctl --bin idem-bench) >&2
+    if [[ "$BUILD" == release ]]; then
+        "$ROOT/scripts/release.sh" build idemd idemctl idem-bench
+    else
+        log "building idemd, idemctl, idem-bench (development build, CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
+        (cd "$ROOT" && cargo build --release --bin idemd --bin idemctl --bin idem-bench) >&2
+    fi
 fi
 
 # The floors: probed before the clusters start and again before every repetition (a shared
@@ -149,4 +164,5 @@ trap - EXIT
 teardown
 if [[ "${REMOVE_WORK:-}" == 1 ]]; then rm -rf "$WORK"; fi
 log "results, plots (plots/) and summary.txt in $OUT"
+echo "idem build: $BUILD ($CARGO_TARGET_DIR/release/idemd)" | tee "$OUT/build.txt"
 "$BENCH" summarize "${results[@]}" "${probes[@]}" --plots "$OUT/plots" | tee "$OUT/summary.txt"
