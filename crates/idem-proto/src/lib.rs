@@ -169,6 +169,11 @@ pub mod reason {
     /// writes are refused until space is freed, reads and replays still work. Nothing was
     /// proposed.
     pub const DISK_FULL: &str = "DISK_FULL";
+    /// FAILED_PRECONDITION: a voter change (`PromoteMember`, `RemoveMember`) refused because
+    /// a majority of the voters before or after it does not answer the leader: it could not
+    /// commit, and would block every later membership change while it waits. Nothing
+    /// changed.
+    pub const QUORUM_AT_RISK: &str = "QUORUM_AT_RISK";
 
     /// Every reason with its gRPC status code.
     pub const ALL: &[(&str, Code)] = &[
@@ -207,6 +212,7 @@ pub mod reason {
         (TOKEN_EXISTS, Code::AlreadyExists),
         (NODE_STOPPED, Code::Unavailable),
         (DISK_FULL, Code::ResourceExhausted),
+        (QUORUM_AT_RISK, Code::FailedPrecondition),
     ];
 
     /// The gRPC status code of a reason, or `None` for a reason this version does not

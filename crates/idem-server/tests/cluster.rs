@@ -6,6 +6,7 @@
 
 mod support;
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use idem_proto::testing::requests;
@@ -110,6 +111,73 @@ async fn followers_forward_claims_and_reads_are_linearizable() {
             .into_inner();
         assert_eq!(got.outcome(), pb::ClaimOutcome::InProgress);
     }
+    shutdown(nodes).await;
+}
+
+/// With one voter of three down, removing a live voter would leave a joint configuration
+/// that needs the dead one: it is refused with `QUORUM_AT_RISK` and nothing changes, while
+/// removing the dead voter (the repair) goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_voter_change_without_an_answering_majority_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut nodes = support::three_nodes(dir.path(), AuthConfig::off()).await;
+    let (l, f) = roles(&nodes);
+    let (leader, live, dead) = (
+        nodes[l].node_id(),
+        nodes[f[0]].node_id(),
+        nodes[f[1]].node_id(),
+    );
+    nodes.remove(f[1]).shutdown().await.unwrap();
+    // Until its last acknowledgement is older than the check's window (1 s), the leader
+    // still counts the stopped node as answering.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let on = |id: u64| nodes.iter().find(|n| n.node_id() == id).unwrap();
+    let mut admin = admin(on(live)).await;
+
+    let refused = admin
+        .remove_member(pb::RemoveMemberRequest { id: live })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        tonic::Code::FailedPrecondition,
+        "{refused:?}"
+    );
+    assert_eq!(
+        status::reason_of(&refused).as_deref(),
+        Some(reason::QUORUM_AT_RISK),
+        "{refused:?}"
+    );
+    assert!(
+        refused.message().contains(&format!("{{{dead}}}")),
+        "{refused:?}"
+    );
+    let listed = admin
+        .list_members(pb::ListMembersRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let voters = listed.members.iter().filter(|m| m.voter).count();
+    assert_eq!(voters, 3, "nothing changed: {listed:?}");
+
+    let removed = admin
+        .remove_member(pb::RemoveMemberRequest { id: dead })
+        .await
+        .unwrap()
+        .into_inner();
+    let voters: BTreeSet<u64> = removed
+        .members
+        .iter()
+        .filter(|m| m.voter)
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(voters, BTreeSet::from([leader, live]), "{removed:?}");
+    // The two left still decide claims.
+    let mut client = IdempotencyClient::new(support::connect(on(live).api_addr()).await);
+    client
+        .claim(claim("after-the-repair", "holder"))
+        .await
+        .unwrap();
     shutdown(nodes).await;
 }
 

@@ -233,6 +233,13 @@ class DiskFull(LimitExceeded):
     still work. Nothing was proposed."""
 
 
+class QuorumAtRisk(Rejected):
+    """``QUORUM_AT_RISK``: a voter change (promote or remove a member) was refused because a
+    majority of the voters before or after it does not answer the leader: it could not
+    commit, and would block every later membership change. Nothing changed; an Admin
+    answer."""
+
+
 REASONS: dict[str, type[IdemError]] = {
     "INVALID_KEY": InvalidKey,
     "INVALID_SCOPE": InvalidScope,
@@ -269,6 +276,7 @@ REASONS: dict[str, type[IdemError]] = {
     "TOKEN_EXISTS": TokenExists,
     "NODE_STOPPED": NodeStopped,
     "DISK_FULL": DiskFull,
+    "QUORUM_AT_RISK": QuorumAtRisk,
     "PERMISSION_DENIED": PermissionDenied,
     UNAVAILABLE: Unavailable,
     INVALID_RESPONSE: InvalidResponse,

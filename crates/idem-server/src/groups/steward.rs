@@ -18,7 +18,6 @@ use std::time::Duration;
 use idem_core::placement::{GroupId, RegionGroup, GLOBAL_GROUP};
 use idem_store::TypeConfig;
 use openraft::async_runtime::WatchReceiver;
-use openraft::Instant as _;
 use openraft::RaftMetrics;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -31,8 +30,6 @@ use crate::metrics::Metrics;
 const POLL: Duration = Duration::from_millis(200);
 /// How long a home voter must look healthy before leadership moves back to it.
 pub const STABLE_FOR: Duration = Duration::from_secs(2);
-/// A voter whose last heartbeat acknowledgement is older than this is not healthy.
-const HEARTBEAT_FRESH: Duration = Duration::from_secs(1);
 /// A voter this many entries behind the leader is not caught up.
 const MAX_LAG: u64 = 64;
 
@@ -167,13 +164,10 @@ impl Steward {
     }
 }
 
-/// Acknowledged a heartbeat recently and is at most [`MAX_LAG`] entries behind.
+/// Answers the leader (`replica::membership::answers`) and is at most [`MAX_LAG`] entries
+/// behind.
 fn healthy(metrics: &RaftMetrics<TypeConfig>, id: u64, last: u64) -> bool {
-    let fresh = metrics
-        .heartbeat
-        .as_ref()
-        .and_then(|h| h.get(&id).cloned().flatten())
-        .is_some_and(|at| at.elapsed() < HEARTBEAT_FRESH);
+    let fresh = crate::replica::membership::answers(metrics, id);
     let matched = metrics
         .replication
         .as_ref()

@@ -6,6 +6,14 @@
 //! towards the quorum), the last voter is never removed, and every step is bounded by
 //! the write timeout — a change that did not confirm in time is reported as
 //! `UNAVAILABLE_OUTCOME_UNKNOWN` (it may still commit), like any write.
+//!
+//! A voter change is also refused (`QUORUM_AT_RISK`) unless a majority of the voters
+//! before it and a majority of the voters after it answer the leader now (etcd's strict
+//! reconfiguration check). Joint consensus commits a change only with both majorities,
+//! and while it waits no other membership change can start: removing a healthy voter of
+//! three while another is down would leave a joint configuration that can never commit,
+//! and the removal of the dead voter, the one change that would repair it, would wait
+//! behind it forever (found by the jepsen matrix: membership and bitflip together).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -14,6 +22,7 @@ use idem_proto::reason;
 use idem_store::{NodeInfo, TypeConfig};
 use openraft::async_runtime::WatchReceiver;
 use openraft::error::{ChangeMembershipError, ClientWriteError, RaftError};
+use openraft::Instant as _;
 use openraft::{ChangeMembers, RaftMetrics};
 use tokio::time::Instant;
 
@@ -22,6 +31,10 @@ use crate::replica::Raft;
 
 /// How often bounded waits look at the metrics again.
 const POLL: Duration = Duration::from_millis(20);
+/// A member whose last acknowledgement of the leader's heartbeats or appends is older than
+/// this does not answer it (several heartbeat intervals, at the LAN and cross-region
+/// presets alike).
+pub const ACK_FRESH: Duration = Duration::from_secs(1);
 
 /// Runs `change` on this node, which must be the leader (else `NOT_LEADER`), by `deadline`.
 pub async fn run(
@@ -42,6 +55,11 @@ pub async fn run(
         MembershipChange::Add(member) => add(raft, &metrics, member, deadline).await,
         MembershipChange::Promote(id) => {
             if !member(&metrics, id)?.1 {
+                let promoted = |mut voters: BTreeSet<u64>| {
+                    voters.insert(id);
+                    voters
+                };
+                quorum_answers(raft, promoted, deadline).await?;
                 let voters = || ChangeMembers::AddVoterIds(BTreeSet::from([id]));
                 bounded(deadline, || raft.change_membership(voters(), false)).await?;
             }
@@ -112,13 +130,17 @@ async fn remove(
 ) -> Result<MembershipView, RequestError> {
     let (_, voter) = member(metrics, id)?;
     let change = if voter {
-        let voters = metrics.membership_config.membership().voter_ids().count();
-        if voters <= 1 {
+        let removed = |mut voters: BTreeSet<u64>| {
+            voters.remove(&id);
+            voters
+        };
+        if removed(voters(metrics)).is_empty() {
             return Err(RequestError::refused(
                 reason::WRONG_STATE,
                 format!("member {id} is the last voter; a cluster needs at least one"),
             ));
         }
+        quorum_answers(raft, removed, deadline).await?;
         ChangeMembers::RemoveVoters(BTreeSet::from([id]))
     } else {
         ChangeMembers::RemoveNodes(BTreeSet::from([id]))
@@ -160,6 +182,63 @@ async fn transfer(
         }
         let _ = tokio::time::timeout(POLL, watch.changed()).await;
     }
+}
+
+/// The voters of the membership in `metrics`.
+fn voters(metrics: &RaftMetrics<TypeConfig>) -> BTreeSet<u64> {
+    metrics.membership_config.membership().voter_ids().collect()
+}
+
+/// Whether the leader whose metrics these are heard from `id` within [`ACK_FRESH`] (the
+/// leader itself always answers).
+pub fn answers(metrics: &RaftMetrics<TypeConfig>, id: u64) -> bool {
+    id == metrics.id
+        || metrics
+            .heartbeat
+            .as_ref()
+            .and_then(|h| h.get(&id).cloned().flatten())
+            .is_some_and(|at| at.elapsed() < ACK_FRESH)
+}
+
+/// Waits until a majority of the voters now and a majority of the voters after the change
+/// (`after` of the voters now: the membership may move while this waits) answer this
+/// leader; refuses the change with `QUORUM_AT_RISK` if they do not within [`ACK_FRESH`] (a
+/// leader elected a moment ago has not heard from everyone yet), or by `deadline`.
+async fn quorum_answers(
+    raft: &Raft,
+    after: impl Fn(BTreeSet<u64>) -> BTreeSet<u64>,
+    deadline: Instant,
+) -> Result<(), RequestError> {
+    let give_up = deadline.min(Instant::now() + ACK_FRESH);
+    let mut watch = raft.metrics();
+    loop {
+        let metrics = watch.borrow_watched().clone();
+        let now = voters(&metrics);
+        let short = [after(now.clone()), now]
+            .into_iter()
+            .find(|set| !majority_answers(&metrics, set));
+        let Some(set) = short else { return Ok(()) };
+        if Instant::now() + POLL >= give_up {
+            let silent: BTreeSet<u64> = set
+                .iter()
+                .copied()
+                .filter(|&id| !answers(&metrics, id))
+                .collect();
+            return Err(RequestError::refused(
+                reason::QUORUM_AT_RISK,
+                format!(
+                    "voters {set:?} would have to agree, and {silent:?} of them do not answer the leader: the change could not commit, and no other membership change could run while it waits; nothing changed (bring those voters back, or remove a voter that is down first)"
+                ),
+            ));
+        }
+        let _ = tokio::time::timeout(POLL, watch.changed()).await;
+    }
+}
+
+/// Whether more than half of `set` answers the leader.
+fn majority_answers(metrics: &RaftMetrics<TypeConfig>, set: &BTreeSet<u64>) -> bool {
+    let answering = set.iter().filter(|&&id| answers(metrics, id)).count();
+    answering * 2 > set.len()
 }
 
 /// `(info, voter)` of member `id`, or `NOT_FOUND`.
