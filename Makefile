@@ -50,7 +50,7 @@ python-test: ## The Python client's tests (clients/python) against real idemd pr
 	$(CARGO) build --release --workspace --bins --tests
 	clients/python/scripts/test.sh
 
-bench: ## idem vs etcd (3 nodes each) and a single durable PostgreSQL, side by side (< 10 min; BENCH_POSTGRES=0 skips Postgres; installs etcd-server and postgresql when missing): scripts/bench/compare.sh.
+bench: ## idem (the release build, see release) vs etcd (3 nodes each) and a single durable PostgreSQL, side by side (< 10 min once built; BENCH_BUILD=dev measures the development build; BENCH_POSTGRES=0 skips Postgres; installs etcd-server and postgresql when missing): scripts/bench/compare.sh.
 	@scripts/bootstrap.sh --bench
 	scripts/bench/compare.sh
 

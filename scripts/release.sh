@@ -59,7 +59,9 @@ check() {
     echo "release.sh: every test on the release build ($IDEM_RELEASE_TARGET_DIR)" >&2
     release_cargo test --release --locked --workspace
     echo "release.sh: building the development idemd ($DEV_TARGET_DIR)" >&2
-    (CARGO_TARGET_DIR="$DEV_TARGET_DIR" cargo build --release --locked --bin idemd)
+    # Workspace-wide, tests included: the feature set of `make test`, so after it nothing of
+    # the development build is compiled again.
+    (CARGO_TARGET_DIR="$DEV_TARGET_DIR" cargo build --release --locked --workspace --bins --tests)
     echo "release.sh: a live cluster switched from the development build to the release build" >&2
     IDEM_PREVIOUS_IDEMD="$DEV_TARGET_DIR/release/idemd" \
         release_cargo test --release --locked --workspace --test upgrade -- --ignored --nocapture
