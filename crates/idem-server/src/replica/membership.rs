@@ -213,6 +213,14 @@ async fn quorum_answers(
     let mut watch = raft.metrics();
     loop {
         let metrics = watch.borrow_watched().clone();
+        if metrics.current_leader != Some(metrics.id) {
+            // Deposed while waiting: its heartbeat view is gone, and the caller's answer
+            // is the new leader's.
+            return Err(RequestError::NotLeader {
+                leader_id: metrics.current_leader,
+                leader_addr: None,
+            });
+        }
         let now = voters(&metrics);
         let short = [after(now.clone()), now]
             .into_iter()
