@@ -10,7 +10,7 @@
 //!
 //! ```sh
 //! cargo build --release --bin idemd --bin idemctl
-//! sudo -E cargo test --release -p idem-jepsen --test bitflip_replace -- --ignored
+//! sudo -E cargo test --release -p idem-jepsen --test jepsen bitflip_replace:: -- --ignored
 //! ```
 
 use std::os::unix::fs::PermissionsExt;

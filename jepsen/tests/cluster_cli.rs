@@ -3,7 +3,7 @@
 //! Ignored by default for the same reasons as `real_run` (root, namespaces, a built idemd):
 //!
 //! ```sh
-//! sudo -E cargo test --release -p idem-jepsen --test cluster_cli -- --ignored
+//! sudo -E cargo test --release -p idem-jepsen --test jepsen cluster_cli:: -- --ignored
 //! ```
 
 use std::process::Command;

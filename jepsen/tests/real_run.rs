@@ -6,7 +6,7 @@
 //!
 //! ```sh
 //! cargo build --release --bin idemd
-//! sudo -E cargo test --release -p idem-jepsen --test real_run -- --ignored
+//! sudo -E cargo test --release -p idem-jepsen --test jepsen real_run:: -- --ignored
 //! ```
 
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! with the wrong number of replies fails its calls rather than mix their answers up, and a
 //! node without `Batch` gets every call one by one.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

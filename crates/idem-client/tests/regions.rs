@@ -4,7 +4,7 @@
 //! the region preference for new tenants, `REGION_FAILOVER` returned at once with its
 //! retry-after, `WRONG_GROUP` retried, and the typed admin calls for regions and failover.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;

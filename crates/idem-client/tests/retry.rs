@@ -1,7 +1,7 @@
 //! Retry and routing against tiny in-process fake nodes (`support::fake`): transient failures are retried with the very same request, NOT_LEADER
 //! follows the hint and is remembered, definite rejections are returned at once.
 
-mod support;
+use crate::support;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};

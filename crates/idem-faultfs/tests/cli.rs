@@ -1,6 +1,6 @@
 //! The `idem-faultfs` binary as a nemesis calls it: `ctl` on a mount, `bitflip` on a file.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

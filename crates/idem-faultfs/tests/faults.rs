@@ -1,7 +1,7 @@
 //! The filesystem's semantics on a real mount: what survives `clear-cache`, renames,
 //! failing fsyncs and writes, the control file. Skipped (with a message) without /dev/fuse.
 
-mod common;
+use crate::common;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};

@@ -8,7 +8,7 @@
 //! kill a real `kill -9`, and a RocksDB abort (it asserts on a full disk) a failed child
 //! instead of a hung test.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -232,7 +232,8 @@ fn parse_set(list: &str) -> BTreeSet<u64> {
 fn spawn(role: &[&str]) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
-            "child_process",
+            // The test's full name in the suite's binary (tests/main.rs).
+            "store::child_process",
             "--exact",
             "--nocapture",
             "--test-threads",

@@ -3,7 +3,7 @@
 //! p99 of both and their ratio (the figure in docs/http.md).
 //!
 //! Not part of the default run (it measures, it does not check behaviour):
-//! `cargo test --release -p idem-http --test overhead -- --ignored --nocapture`.
+//! `cargo test --release -p idem-http --test http overhead:: -- --ignored --nocapture`.
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! takes over, told the previous stage), terminal failures replayed, tenants kept apart,
 //! and an unreachable store (503, the handler never runs).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

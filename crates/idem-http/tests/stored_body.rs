@@ -11,7 +11,7 @@
 //!
 //! Clusters run one at a time (see `idem_tests::Cluster`).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! and the leader's `Forward` service refuses a forwarded placement change whose principal
 //! is missing or not an admin (and leaves the configuration as it was).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;

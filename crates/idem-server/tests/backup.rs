@@ -3,7 +3,7 @@
 //! acknowledged before it started; restored into a new cluster (one restored node, two that
 //! join), every such record is found with its result and fence; a damaged file is refused.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

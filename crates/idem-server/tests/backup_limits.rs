@@ -3,16 +3,18 @@
 //! `limits.backup_idle_timeout` (the stream it resumes ends with `DEADLINE_EXCEEDED`
 //! after the queued data, mid-stream), and the node's one backup slot is free again.
 
+use crate::support;
+
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use idem_proto::reason;
 use idem_proto::testing::requests;
 use idem_proto::v1 as pb;
 use idem_proto::v1::backup_client::BackupClient;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
 use idem_proto::v1::save_snapshot_response::Part;
-use idem_proto::{reason, status};
 use idem_server::config::AuthConfig;
 use idem_server::{Config, Node, NodeHandle};
 use tonic::transport::{Channel, Endpoint};
@@ -126,15 +128,7 @@ async fn a_stalled_backup_is_given_up_and_a_concurrent_one_is_refused() {
 
     // While it holds the node's backup slot, a second backup is refused, with a retry hint.
     let refused = save_snapshot(channel(&node).await).await.unwrap_err();
-    assert_eq!(
-        refused.code(),
-        tonic::Code::ResourceExhausted,
-        "{refused:?}"
-    );
-    assert_eq!(
-        status::reason_of(&refused).as_deref(),
-        Some(reason::OVERLOADED)
-    );
+    support::refused(&refused, tonic::Code::ResourceExhausted, reason::OVERLOADED);
     assert!(
         refused
             .metadata()
@@ -148,10 +142,10 @@ async fn a_stalled_backup_is_given_up_and_a_concurrent_one_is_refused() {
     tokio::time::sleep(IDLE * 2).await;
     let (bytes, end) = drain(&mut stalled).await;
     let status = end.expect_err("the stalled stream ends with an error, not a trailer");
-    assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
-    assert_eq!(
-        status::reason_of(&status).as_deref(),
-        Some(reason::DEADLINE_EXCEEDED)
+    support::refused(
+        &status,
+        tonic::Code::DeadlineExceeded,
+        reason::DEADLINE_EXCEEDED,
     );
     assert!(
         status.message().contains("backup_idle_timeout"),

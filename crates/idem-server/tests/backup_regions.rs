@@ -5,7 +5,7 @@
 //! two that join every group), every record acknowledged before the backup began is found
 //! in its group with its fence and result.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -11,7 +11,7 @@
 //! The fault filesystem is served by a child process (this test binary again, see
 //! [`child_process`]): a process must not run a store on a FUSE mount it serves itself.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use idem_proto::reason;
 use idem_proto::testing::requests;
 use idem_proto::v1 as pb;
 use idem_proto::v1::idempotency_client::IdempotencyClient;
-use idem_proto::{reason, status};
 use idem_server::config::AuthConfig;
 use idem_server::{ClusterConfig, Config, InitialMember, Node, NodeHandle};
 use openraft::async_runtime::WatchReceiver;
@@ -91,7 +91,8 @@ impl FaultMount {
         std::fs::create_dir_all(&mnt).unwrap();
         let spec = format!("{}|{}", backing.display(), mnt.display());
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["child_process", "--exact", "--nocapture"])
+            // The test's full name in the suite's binary (tests/main.rs).
+            .args(["disk_faults::child_process", "--exact", "--nocapture"])
             .env(CHILD_ENV, spec)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -173,16 +174,6 @@ async fn replay(node: &NodeHandle, key: &str) -> Result<pb::ClaimOutcome, tonic:
         .outcome())
 }
 
-fn assert_reason(result: Result<impl std::fmt::Debug, tonic::Status>, code: Code, want: &str) {
-    let status = result.expect_err("refused");
-    assert_eq!(status.code(), code, "{status:?}");
-    assert_eq!(
-        status::reason_of(&status).as_deref(),
-        Some(want),
-        "{status:?}"
-    );
-}
-
 /// `/healthz` of `addr`: status code and body.
 fn healthz(addr: SocketAddr) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
@@ -261,18 +252,18 @@ async fn a_failed_fsync_stops_the_node_and_a_restart_recovers_it() {
     );
 
     // Fail closed: no writes, no reads, no local replays.
-    assert_reason(
-        write(&faulty, "refused").await,
+    support::refused(
+        &write(&faulty, "refused").await.unwrap_err(),
         Code::Unavailable,
         reason::NODE_STOPPED,
     );
-    assert_reason(
-        read(&faulty, "before").await,
+    support::refused(
+        &read(&faulty, "before").await.unwrap_err(),
         Code::Unavailable,
         reason::NODE_STOPPED,
     );
-    assert_reason(
-        replay(&faulty, "before").await,
+    support::refused(
+        &replay(&faulty, "before").await.unwrap_err(),
         Code::Unavailable,
         reason::NODE_STOPPED,
     );
@@ -374,8 +365,8 @@ async fn a_full_disk_refuses_writes_and_serves_reads_until_space_is_freed() {
     std::fs::write(&ballast, vec![7u8; fill as usize]).unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    assert_reason(
-        write(&node, "new").await,
+    support::refused(
+        &write(&node, "new").await.unwrap_err(),
         Code::ResourceExhausted,
         reason::DISK_FULL,
     );

@@ -5,7 +5,7 @@
 //! change, a tenant-bound admin's token change, a worker's command on another tenant's
 //! record) is refused by the leader, and nothing changes.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -2,6 +2,8 @@
 //! SERVING), the caller's deadline, snapshots refused before their body on the Raft port,
 //! and `Forward.Propose` refusing leader-only commands.
 
+use crate::support;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -143,11 +145,7 @@ async fn a_flood_of_streams_is_shed_exactly_and_the_node_keeps_serving() {
         match call.await.unwrap() {
             Ok(_) => served += 1,
             Err(refused) => {
-                assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
-                assert_eq!(
-                    status::reason_of(&refused).as_deref(),
-                    Some(reason::OVERLOADED)
-                );
+                support::refused(&refused, Code::ResourceExhausted, reason::OVERLOADED);
                 assert!(status::retry_after(&refused).is_some());
                 shed += 1;
             }

@@ -3,7 +3,7 @@
 
 #[path = "permissions/matrix.rs"]
 mod matrix;
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::time::Duration;

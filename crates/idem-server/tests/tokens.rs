@@ -4,7 +4,7 @@
 //! change is audited; backups and the snapshots a joining node installs carry the set, so
 //! a node started from them still tells a revoked token from a valid one.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! MANIFEST or the snapshot file): the store refuses to open, naming the file, instead of
 //! serving what the damage left (docs/guarantees.md, "Corrupt data").
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 //! The state machine against the reference store, restart durability, and snapshot
 //! transfer between two stores.
 
-mod common;
+use crate::common;
 
 use common::{
     append, apply, dump, entries, log_id, membership, receive, reference, snapshotted, workload,

@@ -9,7 +9,7 @@
 //! (or a bug on the sending side) would, so the frame and header decoders behind the digest
 //! check see the damage too. Failing cases are kept in `proptest-regressions/`.
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 

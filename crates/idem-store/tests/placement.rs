@@ -4,7 +4,7 @@
 //! membership intent (kept in the placement state) is audited in the same batch as the
 //! applied membership.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

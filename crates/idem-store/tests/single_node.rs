@@ -1,7 +1,7 @@
 //! A real openraft node on these stores: initialize, write claims, read linearizably,
 //! snapshot and purge the log, restart, and keep serving.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::future::Future;

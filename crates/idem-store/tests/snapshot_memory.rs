@@ -1,7 +1,7 @@
 //! Memory of snapshot build, transfer and install stays bounded whatever the state size.
 //!
 //! A measurement, not a test (ignored by default; run it with
-//! `cargo test --release -p idem-store --test snapshot_memory -- --ignored --nocapture`): it
+//! `cargo test --release -p idem-store --test store snapshot_memory:: -- --ignored --nocapture`): it
 //! fills a store with `IDEM_SNAPSHOT_MEMORY_RECORDS` claimed records (default 200 000), then
 //! reports how far the process's peak RSS (`VmHWM`, reset through `/proc/self/clear_refs`)
 //! rises above its RSS while a snapshot is built, and while it is copied chunk by chunk into

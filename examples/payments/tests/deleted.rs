@@ -4,7 +4,7 @@
 //! provider is not called again and the charge stays deleted (docs/semantics.md, "A
 //! resource deleted after the operation completed").
 
-mod common;
+use crate::common;
 
 use common::{post, send, setup, Setup};
 use http::{Method, StatusCode};

@@ -6,7 +6,7 @@
 //! key kept across attempts the retry takes over (`idem_takeovers_total{previous_stage=
 //! "CALLING"}`), asks the provider, and there is one record and one charge.
 
-mod common;
+use crate::common;
 
 use common::{post, setup, Setup};
 use http::StatusCode;

@@ -5,7 +5,7 @@
 //! writes nothing, two reconcilers at once settle each record exactly once, and later
 //! claims replay instead of charging again: the provider saw one charge per operation.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -11,7 +11,7 @@
 //! - the external-command check (a shell script asking the provider with curl) decides the
 //!   same way.
 
-mod common;
+use crate::common;
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;

@@ -4,7 +4,7 @@
 //! HIGH-risk `CALLING` left to the reconciler is reconcile.rs and reconcile_cli.rs), finds
 //! the charge at the provider instead of charging again, and completes with it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

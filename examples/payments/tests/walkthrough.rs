@@ -3,7 +3,7 @@
 //! and answered once, a changed body (422), a provider timeout and its takeover (the
 //! provider is asked first, so it charges once), replay after an idem node restart.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! What the SDK's integration tests share: the records and answers their in-process fake
 //! nodes give, loopback listeners, and the client options and requests the tests send.
 //!
-//! Each test binary uses a different part of it.
+//! Each test module uses a different part of it.
 #![allow(dead_code)]
 
 pub mod fake;

@@ -1,7 +1,7 @@
 //! What the in-process node and cluster tests share: loopback members, node configurations,
 //! a credentials file with one principal per role, and calls made with a bearer token.
 //!
-//! Each test file is its own crate and uses only part of this module.
+//! Each test module uses only part of it.
 #![allow(dead_code)]
 
 use std::net::{SocketAddr, TcpListener};

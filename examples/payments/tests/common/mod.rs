@@ -2,7 +2,7 @@
 //! service makes them, a worker that dies after recording `CALLING`, and the provider on a
 //! loopback port.
 
-#![allow(dead_code)] // each test binary uses its own part
+#![allow(dead_code)] // each test module uses its own part
 
 use std::net::SocketAddr;
 use std::time::Duration;

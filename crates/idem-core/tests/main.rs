@@ -1,0 +1,16 @@
+//! The integration tests of idem-core, in one test binary.
+//!
+//! Each module is the tests of one part, in the file of the same name. One binary instead
+//! of one per file: each test binary is compiled and linked on its own, and in the
+//! release profile the tests build with, that was most of a cold build's time.
+//! Run one part with `cargo test --release --workspace --test core MODULE::`.
+
+mod abandon;
+mod audit;
+mod fuzz_codecs;
+mod memory_suite;
+mod placement;
+mod placement_properties;
+mod properties;
+mod result_compat;
+mod validation;

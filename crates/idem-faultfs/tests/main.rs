@@ -1,0 +1,12 @@
+//! The integration tests of idem-faultfs, in one test binary.
+//!
+//! Each module is the tests of one part, in the file of the same name. One binary instead
+//! of one per file: each test binary is compiled and linked on its own, and in the
+//! release profile the tests build with, that was most of a cold build's time.
+//! Run one part with `cargo test --release --workspace --test faultfs MODULE::`.
+
+mod common;
+
+mod cli;
+mod faults;
+mod store;

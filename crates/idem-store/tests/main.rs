@@ -1,0 +1,17 @@
+//! The integration tests of idem-store, in one test binary.
+//!
+//! Each module is the tests of one part, in the file of the same name. One binary instead
+//! of one per file: each test binary is compiled and linked on its own, and in the
+//! release profile the tests build with, that was most of a cold build's time.
+//! Run one part with `cargo test --release --workspace --test store MODULE::`.
+
+mod common;
+
+mod core_suite;
+mod corruption;
+mod durability;
+mod fuzz_snapshot;
+mod placement;
+mod raft_suite;
+mod single_node;
+mod snapshot_memory;
