@@ -41,19 +41,16 @@ impl Figures {
         }
     }
 
-    /// The figures compared between builds, in the order of [`COMPARED`].
-    fn compared(&self) -> [f64; 4] {
+    /// The figures compared between builds, each with its name.
+    fn compared(&self) -> [(&'static str, f64); 4] {
         [
-            self.throughput,
-            self.cpu_us_per_op,
-            self.p50_ms,
-            self.p99_ms,
+            ("throughput", self.throughput),
+            ("cpu/op", self.cpu_us_per_op),
+            ("p50", self.p50_ms),
+            ("p99", self.p99_ms),
         ]
     }
 }
-
-/// The names of [`Figures::compared`].
-const COMPARED: [&str; 4] = ["throughput", "cpu/op", "p50", "p99"];
 
 /// Figures by build, then by round.
 type Rounds = BTreeMap<String, BTreeMap<u32, Figures>>;
@@ -142,27 +139,35 @@ fn medians(rounds: &BTreeMap<u32, Figures>) -> String {
 
 /// Per figure, the median of `rounds / base` over the rounds both ran, and the range.
 fn ratios(rounds: &BTreeMap<u32, Figures>, base: &BTreeMap<u32, Figures>) -> String {
-    let mut parts = Vec::new();
-    for (i, name) in COMPARED.iter().enumerate() {
-        let per_round: Vec<f64> = rounds
-            .iter()
-            .filter_map(|(round, f)| {
-                let b = base.get(round)?.compared()[i];
-                let v = f.compared()[i];
-                (b > 0.0 && v.is_finite()).then(|| v / b)
-            })
-            .collect();
-        if per_round.is_empty() {
+    let mut per_figure: Vec<(&str, Vec<f64>)> = Vec::new();
+    for (round, figures) in rounds {
+        let Some(base) = base.get(round) else {
             continue;
+        };
+        for (i, ((name, v), (_, b))) in figures
+            .compared()
+            .into_iter()
+            .zip(base.compared())
+            .enumerate()
+        {
+            if per_figure.len() == i {
+                per_figure.push((name, Vec::new()));
+            }
+            if b > 0.0 && v.is_finite() {
+                per_figure[i].1.push(v / b);
+            }
         }
-        let lo = per_round.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = per_round.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        parts.push(format!(
-            "{name} {:.2}x [{lo:.2}-{hi:.2}]",
-            median(per_round)
-        ));
     }
-    parts.join(", ")
+    per_figure
+        .into_iter()
+        .filter(|(_, per_round)| !per_round.is_empty())
+        .map(|(name, per_round)| {
+            let lo = per_round.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = per_round.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            format!("{name} {:.2}x [{lo:.2}-{hi:.2}]", median(per_round))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
