@@ -213,19 +213,9 @@ async fn quorum_answers(
     let mut watch = raft.metrics();
     loop {
         let metrics = watch.borrow_watched().clone();
-        if metrics.current_leader != Some(metrics.id) {
-            // Deposed while waiting: its heartbeat view is gone, and the caller's answer
-            // is the new leader's.
-            return Err(RequestError::NotLeader {
-                leader_id: metrics.current_leader,
-                leader_addr: None,
-            });
-        }
-        let now = voters(&metrics);
-        let short = [after(now.clone()), now]
-            .into_iter()
-            .find(|set| !majority_answers(&metrics, set));
-        let Some(set) = short else { return Ok(()) };
+        let Some(set) = short_of_majority(&metrics, &after)? else {
+            return Ok(());
+        };
         if Instant::now() + POLL >= give_up {
             let silent: BTreeSet<u64> = set
                 .iter()
@@ -241,6 +231,25 @@ async fn quorum_answers(
         }
         let _ = tokio::time::timeout(POLL, watch.changed()).await;
     }
+}
+
+/// One look at the leader's metrics: the voter set (after the change, or now) that lacks an
+/// answering majority, `None` when both have one, or `NOT_LEADER` once this node was
+/// deposed (its heartbeat view is gone, and the caller's answer is the new leader's).
+fn short_of_majority(
+    metrics: &RaftMetrics<TypeConfig>,
+    after: &impl Fn(BTreeSet<u64>) -> BTreeSet<u64>,
+) -> Result<Option<BTreeSet<u64>>, RequestError> {
+    if metrics.current_leader != Some(metrics.id) {
+        return Err(RequestError::NotLeader {
+            leader_id: metrics.current_leader,
+            leader_addr: None,
+        });
+    }
+    let now = voters(metrics);
+    Ok([after(now.clone()), now]
+        .into_iter()
+        .find(|set| !majority_answers(metrics, set)))
 }
 
 /// Whether more than half of `set` answers the leader.
@@ -354,5 +363,79 @@ fn write_error(error: RaftError<TypeConfig, ClientWriteError<TypeConfig>>) -> Re
         }
         RaftError::APIError(other) => RequestError::refused(reason::WRONG_STATE, other.to_string()),
         RaftError::Fatal(fatal) => RequestError::Internal(format!("raft stopped: {fatal}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use idem_store::StoredMembership;
+    use openraft::alias::InstantOf;
+    use openraft::metrics::SerdeInstant;
+    use openraft::Membership;
+
+    use super::*;
+
+    /// The metrics of node 1 among voters 1, 2 and 3, led by `leader`, where the voters in
+    /// `fresh` acknowledged a moment ago and the others two windows ago.
+    fn metrics(leader: u64, fresh: &[u64]) -> RaftMetrics<TypeConfig> {
+        let mut metrics = RaftMetrics::new_initial(1);
+        metrics.current_leader = Some(leader);
+        let voters = BTreeSet::from([1, 2, 3]);
+        let membership = Membership::new_with_defaults(vec![voters], []);
+        metrics.membership_config = Arc::new(StoredMembership::new(None, membership));
+        let now = InstantOf::<TypeConfig>::now();
+        let stale = now - ACK_FRESH * 2;
+        let acked = |id| {
+            Some(SerdeInstant::new(if fresh.contains(&id) {
+                now
+            } else {
+                stale
+            }))
+        };
+        metrics.heartbeat = Some([2, 3].into_iter().map(|id| (id, acked(id))).collect());
+        metrics
+    }
+
+    fn without(id: u64) -> impl Fn(BTreeSet<u64>) -> BTreeSet<u64> {
+        move |mut voters| {
+            voters.remove(&id);
+            voters
+        }
+    }
+
+    #[test]
+    fn a_change_both_majorities_answer_is_let_through() {
+        let all = metrics(1, &[2, 3]);
+        assert_eq!(short_of_majority(&all, &without(2)).unwrap(), None);
+        // With 3 silent, removing 3 leaves {1, 2}, both answering.
+        let two = metrics(1, &[2]);
+        assert_eq!(short_of_majority(&two, &without(3)).unwrap(), None);
+    }
+
+    #[test]
+    fn a_change_whose_new_majority_is_silent_is_held() {
+        // 3 is silent: removing the healthy 2 leaves {1, 3}, whose majority needs 3.
+        let two = metrics(1, &[2]);
+        assert_eq!(
+            short_of_majority(&two, &without(2)).unwrap(),
+            Some(BTreeSet::from([1, 3]))
+        );
+        // Nobody but the leader answers: the voters now lack a majority too.
+        let alone = metrics(1, &[]);
+        assert_eq!(
+            short_of_majority(&alone, &|voters| voters).unwrap(),
+            Some(BTreeSet::from([1, 2, 3]))
+        );
+    }
+
+    #[test]
+    fn a_deposed_leader_answers_not_leader_with_the_new_one() {
+        let deposed = metrics(2, &[2, 3]);
+        match short_of_majority(&deposed, &without(3)) {
+            Err(RequestError::NotLeader { leader_id, .. }) => assert_eq!(leader_id, Some(2)),
+            other => panic!("expected NOT_LEADER, got {other:?}"),
+        }
     }
 }
