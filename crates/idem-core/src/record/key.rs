@@ -28,26 +28,23 @@ impl RecordKey {
 
     /// The storage encoding (see the module docs).
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Self::subject_prefix(self.scope.tenant(), self.scope.actor());
-        push_field(&mut out, self.scope.environment());
-        push_field(&mut out, self.scope.endpoint());
-        push_field(&mut out, self.key.as_str());
-        out
+        encode_fields(&[
+            self.scope.tenant(),
+            self.scope.actor(),
+            self.scope.environment(),
+            self.scope.endpoint(),
+            self.key.as_str(),
+        ])
     }
 
     /// The prefix shared by every record of `tenant`.
     pub fn tenant_prefix(tenant: &str) -> Vec<u8> {
-        let mut out = Vec::with_capacity(tenant.len() + 1);
-        push_field(&mut out, tenant);
-        out
+        encode_fields(&[tenant])
     }
 
     /// The prefix shared by every record of `(tenant, actor)`.
     pub fn subject_prefix(tenant: &str, actor: &str) -> Vec<u8> {
-        let mut out = Vec::with_capacity(tenant.len() + actor.len() + 2);
-        push_field(&mut out, tenant);
-        push_field(&mut out, actor);
-        out
+        encode_fields(&[tenant, actor])
     }
 
     /// Decodes [`RecordKey::encode`]'s output, validating every field again.
@@ -65,6 +62,16 @@ impl RecordKey {
         let key = IdempotencyKey::new(key).map_err(corrupt)?;
         Ok(RecordKey { scope, key })
     }
+}
+
+/// `fields` length-prefixed, in one allocation of the exact size: a key is encoded several
+/// times per write (each read, the write set and its indexes), so a regrowing buffer showed.
+fn encode_fields(fields: &[&str]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(fields.iter().map(|field| field.len() + 1).sum());
+    for field in fields {
+        push_field(&mut out, field);
+    }
+    out
 }
 
 fn push_field(out: &mut Vec<u8>, field: &str) {
